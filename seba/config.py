@@ -1,0 +1,276 @@
+"""Typed, validated view of ``params.yaml``.
+
+Every stage turns its part of the raw YAML into these frozen dataclasses before doing any work,
+so a typo or an out-of-range value fails at once with the key's name instead of after an hour of
+pretraining. Unknown keys are rejected (with a suggestion when one is close).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from seba.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """Where one dataset comes from."""
+
+    openml_id: int
+
+
+@dataclass(frozen=True)
+class FetchConfig:
+    source: str = "auto"  # auto: OpenML, else the offline snapshot | openml | snapshot
+    retries: int = 1  # OpenML connection attempts before falling back
+
+
+@dataclass(frozen=True)
+class SplitConfig:
+    test_fraction: float = 1 / 6  # the paper's train : test = 5 : 1
+    val_fraction: float = 0.1  # share of the train part used for early stopping
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    ratios: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5)
+    min_masked_columns: int = 1  # k = max(min_masked_columns, floor(ratio * n_columns))
+    fill: str = "zero"  # zero (paper) | marginal (ablation: values from a shuffled batch row)
+    encoder_hidden: int = 1024
+    encoder_out: int = 256
+    encoder_out_relu: bool = True
+    projector_hidden: int = 1024
+    projector_out: int = 256
+    conditioned: bool = True  # projector sees the expanded mask
+    temperature: float = 1.0
+    lr: float = 1e-3
+    batch_size: int = 1024
+    max_epochs: int = 10000
+    patience: int = 100
+    validation: str = "fixed"  # fixed: seeded masks drawn once | fresh: new masks every epoch
+    validation_draws: int = 2  # masks per validation batch (fixed mode)
+    precision: str = "fp32"  # fp32 | bf16 (autocast)
+    device: str = "auto"  # auto | cpu | cuda
+    threads: int = 0  # torch intra-op threads; 0 = all cores
+    progress_seconds: float = 15.0  # at most one progress line per this many seconds
+
+
+@dataclass(frozen=True)
+class EvaluateConfig:
+    shots: tuple[int, ...] = (1, 5, 10)
+    episodes: int = 100
+    prototype_shots: tuple[int, ...] = (1,)  # these shots use cosine prototypes, others a probe
+    probe_lr: float = 1e-3
+    probe_max_iters: int = 10000
+    probe_patience: int = 100  # stop a probe after this many iterations without improvement
+
+
+@dataclass(frozen=True)
+class Params:
+    seeds: tuple[int, ...]
+    datasets: tuple[str, ...]
+    sources: dict[str, SourceConfig]
+    fetch: FetchConfig = field(default_factory=FetchConfig)
+    split: SplitConfig = field(default_factory=SplitConfig)
+    pretrain: PretrainConfig = field(default_factory=PretrainConfig)
+    evaluate: EvaluateConfig = field(default_factory=EvaluateConfig)
+
+
+_CHOICES = {
+    "fetch.source": ("auto", "openml", "snapshot"),
+    "pretrain.fill": ("zero", "marginal"),
+    "pretrain.validation": ("fixed", "fresh"),
+    "pretrain.precision": ("fp32", "bf16"),
+    "pretrain.device": ("auto", "cpu", "cuda"),
+}
+
+_POSITIVE = {
+    "fetch.retries",
+    "pretrain.min_masked_columns",
+    "pretrain.encoder_hidden",
+    "pretrain.encoder_out",
+    "pretrain.projector_hidden",
+    "pretrain.projector_out",
+    "pretrain.temperature",
+    "pretrain.lr",
+    "pretrain.batch_size",
+    "pretrain.max_epochs",
+    "pretrain.patience",
+    "pretrain.validation_draws",
+    "pretrain.progress_seconds",
+    "evaluate.episodes",
+    "evaluate.probe_lr",
+    "evaluate.probe_max_iters",
+    "evaluate.probe_patience",
+}
+
+
+def _reject_unknown(section: str, raw: dict, allowed: list[str]) -> None:
+    for key in raw:
+        if key not in allowed:
+            where = f"{section}.{key}" if section else str(key)
+            close = difflib.get_close_matches(str(key), allowed, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ConfigError(
+                f"params.yaml: unknown key '{where}'{hint}; allowed here: {', '.join(allowed)}"
+            )
+
+
+def _coerce(key: str, value: Any, annotation: str) -> Any:
+    """Check one scalar or tuple against its declared type, naming the key on failure."""
+
+    def fail(expected: str) -> ConfigError:
+        return ConfigError(f"params.yaml: '{key}' must be {expected}, got {value!r}")
+
+    if annotation == "bool":
+        if not isinstance(value, bool):
+            raise fail("true or false")
+        return value
+    if annotation == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise fail("an integer")
+        return value
+    if annotation == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise fail("a number")
+        if not math.isfinite(value):
+            raise fail("a finite number")
+        return float(value)
+    if annotation == "str":
+        if not isinstance(value, str):
+            raise fail("a string")
+        return value
+    if annotation.startswith("tuple[int"):
+        if not isinstance(value, list) or not value:
+            raise fail("a non-empty list of integers")
+        for v in value:
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise fail("a non-empty list of integers")
+        return tuple(value)
+    if annotation.startswith("tuple[float"):
+        if not isinstance(value, list) or not value:
+            raise fail("a non-empty list of numbers")
+        for v in value:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise fail("a non-empty list of numbers")
+        return tuple(float(v) for v in value)
+    raise AssertionError(f"unhandled annotation {annotation}")
+
+
+def _section(name: str, cls: type, raw: Any) -> Any:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"params.yaml: '{name}' must be a mapping of keys to values")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    _reject_unknown(name, raw, list(fields))
+    values = {}
+    for key, value in raw.items():
+        full = f"{name}.{key}"
+        value = _coerce(full, value, str(fields[key].type))
+        if full in _CHOICES and value not in _CHOICES[full]:
+            raise ConfigError(
+                f"params.yaml: '{full}' is {value!r}; allowed: {', '.join(_CHOICES[full])}"
+            )
+        if full in _POSITIVE and value <= 0:
+            raise ConfigError(f"params.yaml: '{full}' must be > 0, got {value!r}")
+        values[key] = value
+    return cls(**values)
+
+
+def parse_params(raw: Any) -> Params:
+    """Validate a parsed params.yaml and return typed params (raises ConfigError)."""
+    if not isinstance(raw, dict):
+        raise ConfigError("params.yaml must be a mapping at the top level")
+    top = ["seeds", "datasets", "sources", "fetch", "split", "pretrain", "evaluate"]
+    _reject_unknown("", raw, top)
+    for key in ("seeds", "datasets", "sources"):
+        if key not in raw:
+            raise ConfigError(f"params.yaml: missing required key '{key}'")
+
+    seeds = _coerce("seeds", raw["seeds"], "tuple[int, ...]")
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"params.yaml: 'seeds' has duplicates: {list(seeds)}")
+    if any(s < 0 for s in seeds):
+        raise ConfigError(f"params.yaml: 'seeds' must be >= 0, got {list(seeds)}")
+
+    datasets = raw["datasets"]
+    if not isinstance(datasets, list) or not datasets or not all(isinstance(d, str) for d in datasets):
+        raise ConfigError("params.yaml: 'datasets' must be a non-empty list of dataset names")
+    if len(set(datasets)) != len(datasets):
+        raise ConfigError(f"params.yaml: 'datasets' has duplicates: {datasets}")
+
+    raw_sources = raw["sources"]
+    if not isinstance(raw_sources, dict):
+        raise ConfigError("params.yaml: 'sources' must map dataset names to {openml_id: N}")
+    sources = {}
+    for name, entry in raw_sources.items():
+        if isinstance(entry, int) and not isinstance(entry, bool):
+            entry = {"openml_id": entry}
+        if not isinstance(entry, dict):
+            raise ConfigError(f"params.yaml: 'sources.{name}' must be a mapping like {{openml_id: 37}}")
+        _reject_unknown(f"sources.{name}", entry, ["openml_id"])
+        if "openml_id" not in entry:
+            raise ConfigError(f"params.yaml: 'sources.{name}.openml_id' is missing")
+        openml_id = _coerce(f"sources.{name}.openml_id", entry["openml_id"], "int")
+        if openml_id <= 0:
+            raise ConfigError(f"params.yaml: 'sources.{name}.openml_id' must be > 0")
+        sources[str(name)] = SourceConfig(openml_id=openml_id)
+    for name in datasets:
+        if name not in sources:
+            raise ConfigError(
+                f"params.yaml: dataset '{name}' is listed in 'datasets' but has no entry in 'sources'"
+            )
+
+    params = Params(
+        seeds=seeds,
+        datasets=tuple(datasets),
+        sources=sources,
+        fetch=_section("fetch", FetchConfig, raw.get("fetch")),
+        split=_section("split", SplitConfig, raw.get("split")),
+        pretrain=_section("pretrain", PretrainConfig, raw.get("pretrain")),
+        evaluate=_section("evaluate", EvaluateConfig, raw.get("evaluate")),
+    )
+    _check_ranges(params)
+    return params
+
+
+def _check_ranges(p: Params) -> None:
+    for r in p.pretrain.ratios:
+        if not 0.0 < r < 1.0:
+            raise ConfigError(f"params.yaml: 'pretrain.ratios' values must lie in (0, 1), got {r}")
+    if len(set(p.pretrain.ratios)) != len(p.pretrain.ratios):
+        raise ConfigError(f"params.yaml: 'pretrain.ratios' has duplicates: {list(p.pretrain.ratios)}")
+    for frac_key, frac in (("split.test_fraction", p.split.test_fraction),
+                           ("split.val_fraction", p.split.val_fraction)):
+        if not 0.0 < frac < 1.0:
+            raise ConfigError(f"params.yaml: '{frac_key}' must lie in (0, 1), got {frac}")
+    if any(s <= 0 for s in p.evaluate.shots):
+        raise ConfigError(f"params.yaml: 'evaluate.shots' must be positive, got {list(p.evaluate.shots)}")
+    if len(set(p.evaluate.shots)) != len(p.evaluate.shots):
+        raise ConfigError(f"params.yaml: 'evaluate.shots' has duplicates: {list(p.evaluate.shots)}")
+    if p.evaluate.prototype_shots and any(s <= 0 for s in p.evaluate.prototype_shots):
+        raise ConfigError("params.yaml: 'evaluate.prototype_shots' must be positive")
+
+
+def ratio_tag(ratio: float) -> str:
+    """The directory / member name of a ratio: 0.1 -> 'r0.1'."""
+    return f"r{ratio:g}"
+
+
+def load_params(path: str | Path = "params.yaml") -> Params:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path} not found (run from the repository root)")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    return parse_params(raw)

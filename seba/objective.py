@@ -1,0 +1,65 @@
+"""The SeBA objective as pure functions: masks over column groups, views, target-view
+nearest neighbours, and InfoNCE with cosine similarity.
+
+Shapes: a batch ``x`` is [B, D] (encoded columns), ``groups`` is [D] (original column of each
+encoded column), a group mask is [G] bool, its expansion to encoded columns is [D] float.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def masked_group_count(n_groups: int, ratio: float, min_masked: int = 1) -> int:
+    """k = max(min_masked, floor(ratio * n_groups)), never all groups (the feature view must
+    keep at least one column when there are two or more)."""
+    k = max(min_masked, int(math.floor(ratio * n_groups + 1e-9)))
+    return min(k, max(n_groups - 1, 1))
+
+
+def sample_group_mask(n_groups: int, k: int, generator: torch.Generator) -> torch.Tensor:
+    """A [G] bool mask with exactly ``k`` original columns set (the target-view columns)."""
+    chosen = torch.randperm(n_groups, generator=generator)[:k]
+    mask = torch.zeros(n_groups, dtype=torch.bool)
+    mask[chosen] = True
+    return mask
+
+
+def expand_mask(group_mask: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+    """Group mask [G] -> encoded-column mask [D] (a one-hot block follows its group)."""
+    return group_mask[groups]
+
+
+def feature_view(x: torch.Tensor, column_mask: torch.Tensor, fill: str = "zero",
+                 permutation: torch.Tensor | None = None) -> torch.Tensor:
+    """x with the target-view columns removed: zero imputation x * (1 - m), or ``marginal``:
+    the removed columns take the values of another row of the batch (``permutation``)."""
+    keep = (~column_mask).to(x.dtype)
+    if fill == "zero":
+        return x * keep
+    if fill == "marginal":
+        if permutation is None:
+            raise ValueError("fill='marginal' needs a row permutation")
+        return x * keep + x[permutation] * (1.0 - keep)
+    raise ValueError(f"unknown fill {fill!r}")
+
+
+def target_neighbours(x: torch.Tensor, column_mask: torch.Tensor) -> torch.Tensor:
+    """Index of each row's nearest other row (Euclidean) in the target view x[:, m]. [B]"""
+    target = x[:, column_mask]
+    distances = torch.cdist(target, target)
+    distances.fill_diagonal_(float("inf"))
+    return distances.argmin(dim=1)
+
+
+def info_nce(z: torch.Tensor, positives: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Mean over rows of -log( exp(cos(z_i, z_p(i))/T) / sum_{a != i} exp(cos(z_i, z_a)/T) )."""
+    if z.ndim != 2 or positives.shape != (z.shape[0],):
+        raise ValueError(f"info_nce: z {tuple(z.shape)} and positives {tuple(positives.shape)} disagree")
+    z = F.normalize(z, dim=1)
+    logits = z @ z.T / temperature
+    logits = logits.masked_fill(torch.eye(len(z), dtype=torch.bool, device=z.device), float("-inf"))
+    return F.cross_entropy(logits, positives)

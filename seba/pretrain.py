@@ -1,0 +1,187 @@
+"""SeBA pretraining of one encoder (one dataset, one separation ratio, one seed).
+
+The loop is explicit: shuffle, one group mask per batch, feature view, target-view nearest
+neighbour, conditioned projector, InfoNCE, Adam; after every epoch the validation objective
+decides early stopping and the best weights are restored at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from seba.config import PretrainConfig
+from seba.model import Encoder, Projector
+from seba.objective import (
+    expand_mask,
+    feature_view,
+    info_nce,
+    masked_group_count,
+    sample_group_mask,
+    target_neighbours,
+)
+from seba.errors import TrainingDiverged
+from seba.runtime import Throttle, derive_seed, format_seconds, log
+
+
+@dataclass
+class PretrainResult:
+    encoder_state: dict
+    train_loss: list[float] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
+    best_epoch: int = 0
+    stop_epoch: int = 0
+    best_val_loss: float = math.inf
+    seconds: float = 0.0
+    masked_columns: int = 0
+
+
+def build_models(n_features: int, cfg: PretrainConfig, seed: int) -> tuple[Encoder, Projector]:
+    """Models initialised from ``seed`` alone (the global RNG is restored afterwards)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        encoder = Encoder(n_features, cfg.encoder_hidden, cfg.encoder_out, cfg.encoder_out_relu)
+        projector = Projector(cfg.encoder_out, n_features, cfg.projector_hidden, cfg.projector_out,
+                              conditioned=cfg.conditioned)
+    return encoder, projector
+
+
+def _batches(n_rows: int, batch_size: int, order: torch.Tensor) -> list[torch.Tensor]:
+    """Consecutive slices of ``order``; the last partial batch is kept unless it has one row
+    (a single row has no neighbour), in which case it joins the previous batch."""
+    cuts = list(range(0, n_rows, batch_size))
+    batches = [order[i:i + batch_size] for i in cuts]
+    if len(batches) > 1 and len(batches[-1]) < 2:
+        batches[-2] = torch.cat([batches[-2], batches[-1]])
+        batches.pop()
+    return [b for b in batches if len(b) >= 2]
+
+
+def seba_loss(encoder: Encoder, projector: Projector, x: torch.Tensor, column_mask: torch.Tensor,
+              cfg: PretrainConfig, permutation: torch.Tensor | None = None) -> torch.Tensor:
+    """The SeBA objective on one batch under one mask."""
+    positives = target_neighbours(x, column_mask)
+    x_f = feature_view(x, column_mask, cfg.fill, permutation)
+    autocast = (torch.autocast(x.device.type, dtype=torch.bfloat16)
+                if cfg.precision == "bf16" else contextlib.nullcontext())
+    with autocast:
+        z = projector(encoder(x_f), column_mask)
+    return info_nce(z.float(), positives, cfg.temperature)
+
+
+def pretrain_encoder(
+    x_train: np.ndarray,
+    x_val: np.ndarray,
+    groups: np.ndarray,
+    ratio: float,
+    seed: int,
+    cfg: PretrainConfig,
+    device: torch.device,
+    label: str = "",
+    on_epoch=None,
+) -> PretrainResult:
+    """Train one SeBA encoder; returns the best (lowest validation objective) weights."""
+    run_seed = derive_seed(seed, ratio)
+    encoder, projector = build_models(x_train.shape[1], cfg, run_seed)
+    encoder.to(device)
+    projector.to(device)
+    params = list(encoder.parameters()) + list(projector.parameters())
+    optimiser = torch.optim.Adam(params, lr=cfg.lr)
+
+    X = torch.as_tensor(x_train, dtype=torch.float32, device=device)
+    V = torch.as_tensor(x_val, dtype=torch.float32, device=device)
+    groups_t = torch.as_tensor(groups, dtype=torch.long)
+    n_groups = int(groups.max()) + 1
+    k = masked_group_count(n_groups, ratio, cfg.min_masked_columns)
+    gen = torch.Generator().manual_seed(run_seed)  # shuffles and training masks (CPU: cheap, exact)
+    val_gen = torch.Generator().manual_seed(derive_seed(seed, ratio, "validation"))
+
+    def column_mask(generator: torch.Generator) -> torch.Tensor:
+        return expand_mask(sample_group_mask(n_groups, k, generator), groups_t).to(device)
+
+    val_batches = _batches(len(V), cfg.batch_size, torch.arange(len(V)))
+    fixed_val_masks = [[column_mask(val_gen) for _ in range(cfg.validation_draws)] for _ in val_batches]
+    fixed_val_perms = [[torch.randperm(len(b), generator=val_gen).to(device) for _ in range(cfg.validation_draws)]
+                       for b in val_batches]
+
+    @torch.no_grad()
+    def validation_loss() -> float:
+        encoder.eval()
+        projector.eval()
+        total, weight = 0.0, 0
+        for i, idx in enumerate(val_batches):
+            xb = V[idx.to(device)]
+            if cfg.validation == "fixed":
+                draws = zip(fixed_val_masks[i], fixed_val_perms[i])
+            else:
+                draws = [(column_mask(val_gen), torch.randperm(len(idx), generator=val_gen).to(device))]
+            for mask, perm in draws:
+                total += float(seba_loss(encoder, projector, xb, mask, cfg, perm)) * len(idx)
+                weight += len(idx)
+        encoder.train()
+        projector.train()
+        return total / max(weight, 1)
+
+    result = PretrainResult(encoder_state={}, masked_columns=k)
+    best_state = None
+    throttle = Throttle(cfg.progress_seconds)
+    start = time.perf_counter()
+    for epoch in range(1, cfg.max_epochs + 1):
+        order = torch.randperm(len(X), generator=gen)
+        epoch_loss, epoch_rows = 0.0, 0
+        for idx in _batches(len(X), cfg.batch_size, order):
+            xb = X[idx.to(device)]
+            mask = column_mask(gen)
+            perm = torch.randperm(len(idx), generator=gen).to(device) if cfg.fill == "marginal" else None
+            loss = seba_loss(encoder, projector, xb, mask, cfg, perm)
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
+            epoch_loss += float(loss.detach()) * len(idx)
+            epoch_rows += len(idx)
+        train_loss = epoch_loss / max(epoch_rows, 1)
+        val_loss = validation_loss() if len(val_batches) else train_loss
+        if not (math.isfinite(train_loss) and math.isfinite(val_loss)):
+            raise TrainingDiverged(
+                f"{label}: loss is not finite at epoch {epoch} (train {train_loss}, validation {val_loss})"
+            )
+        result.train_loss.append(train_loss)
+        result.val_loss.append(val_loss)
+        if val_loss < result.best_val_loss:
+            result.best_val_loss = val_loss
+            result.best_epoch = epoch
+            best_state = copy.deepcopy(encoder.state_dict())
+        result.stop_epoch = epoch
+        if on_epoch is not None:
+            on_epoch(epoch, train_loss, val_loss)
+        if epoch - result.best_epoch >= cfg.patience:
+            break
+        if throttle.ready() and epoch > 1:
+            elapsed = time.perf_counter() - start
+            per_epoch = elapsed / epoch
+            stop_by = min(result.best_epoch + cfg.patience, cfg.max_epochs)
+            log(f"  {label} epoch {epoch:5d}  loss {train_loss:.4f}  val {val_loss:.4f}  "
+                f"best {result.best_val_loss:.4f}@{result.best_epoch}  {format_seconds(elapsed)} elapsed, "
+                f"stops by epoch {stop_by} if no improvement (~{format_seconds((stop_by - epoch) * per_epoch)} left)")
+    result.seconds = time.perf_counter() - start
+    encoder.load_state_dict(best_state if best_state is not None else encoder.state_dict())
+    result.encoder_state = {k: v.detach().cpu() for k, v in encoder.state_dict().items()}
+    return result
+
+
+@torch.no_grad()
+def encode(encoder_state: dict, cfg_dict: dict, x: np.ndarray, device: torch.device,
+           batch_size: int = 8192) -> torch.Tensor:
+    """Encoder outputs [rows, out] for ``x`` with the weights of a checkpoint."""
+    encoder = Encoder(cfg_dict["in_features"], cfg_dict["encoder_hidden"], cfg_dict["encoder_out"],
+                      cfg_dict["encoder_out_relu"])
+    encoder.load_state_dict(encoder_state)
+    encoder.to(device).eval()
+    X = torch.as_tensor(x, dtype=torch.float32, device=device)
+    return torch.cat([encoder(X[i:i + batch_size]) for i in range(0, len(X), batch_size)]).float()

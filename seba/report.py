@@ -1,0 +1,114 @@
+"""Tables (Markdown, CSV), flat metrics JSON and PNG figures from per-dataset episode results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from seba.evaluate import ENSEMBLE, summarise
+from seba.runtime import atomic_path
+
+
+def load_paper(path: Path, method: str = "SeBA", table: str = "main") -> pd.DataFrame:
+    paper = pd.read_csv(path)
+    paper = paper[(paper["table"] == table) & (paper["method"] == method)]
+    return paper[["dataset", "shot", "accuracy"]].rename(columns={"accuracy": "paper"})
+
+
+def results_table(episodes_by_dataset: dict[str, pd.DataFrame], paper: pd.DataFrame) -> pd.DataFrame:
+    """One row per dataset, shot and member: mean, std, balanced accuracy, paper value, difference."""
+    rows = []
+    for dataset, episodes in episodes_by_dataset.items():
+        summary = summarise(episodes)
+        summary.insert(0, "dataset", dataset)
+        rows.append(summary)
+    table = pd.concat(rows, ignore_index=True)
+    table = table.merge(paper, on=["dataset", "shot"], how="left")
+    # the paper reports the ensemble; single-ratio rows carry its value for reference only
+    table["difference"] = np.where(table["member"] == ENSEMBLE, table["accuracy"] - table["paper"], np.nan)
+    return table
+
+
+def _fmt(mean: float, std: float) -> str:
+    return f"{mean:.2f} ± {std:.2f}" if np.isfinite(std) else f"{mean:.2f}"
+
+
+def markdown(table: pd.DataFrame, run_info: dict) -> str:
+    members = [m for m in table["member"].unique() if m != ENSEMBLE]
+    lines = [
+        "# SeBA few-shot accuracy (%)",
+        "",
+        f"Seeds: {run_info['seeds']} · episodes per shot and seed: {run_info['episodes']} · "
+        f"ratios: {run_info['ratios']} · encoder output: {run_info['encoder_out']} · "
+        f"test fraction: {run_info['test_fraction']:.4g}.",
+        "Mean ± std over seeds × episodes. *paper*: the SeBA value the paper reports "
+        "(100 seeds × 100 episodes); *diff*: ensemble − paper. Single-ratio columns: mean accuracy "
+        "of each ratio's encoder on the same episodes. Balanced accuracy is in results.csv.",
+        "Regenerate with `dvc repro` (params: params.yaml, recorded in reports/params_used.yaml).",
+        "",
+    ]
+    header = "| dataset | shot | ensemble | paper | diff | " + " | ".join(members) + " |"
+    lines += [header, "|" + "---|" * (5 + len(members))]
+    ens = table[table["member"] == ENSEMBLE]
+    for _, row in ens.iterrows():
+        per_member = table[(table["dataset"] == row["dataset"]) & (table["shot"] == row["shot"])]
+        cells = []
+        for m in members:
+            hit = per_member[per_member["member"] == m]
+            cells.append(f"{hit['accuracy'].iloc[0]:.2f}" if len(hit) else "")
+        paper = f"{row['paper']:.2f}" if np.isfinite(row["paper"]) else "–"
+        diff = f"{row['difference']:+.2f}" if np.isfinite(row["difference"]) else "–"
+        lines.append(f"| {row['dataset']} | {row['shot']} | {_fmt(row['accuracy'], row['accuracy_std'])} | "
+                     f"{paper} | {diff} | " + " | ".join(cells) + " |")
+    diffs = ens["difference"].dropna()
+    if len(diffs):
+        lines += ["", f"Mean absolute difference to the paper over {len(diffs)} cells: "
+                      f"{diffs.abs().mean():.2f} points; cells within 2 points or above: "
+                      f"{int((diffs >= -2).sum())} of {len(diffs)}."]
+    return "\n".join(lines) + "\n"
+
+
+def summary_metrics(table: pd.DataFrame) -> dict[str, float]:
+    """Flat metrics for `dvc metrics show` / `dvc exp show`."""
+    out: dict[str, float] = {}
+    for _, row in table.iterrows():
+        key = f"{row['dataset']}_{row['shot']}shot_{row['member']}"
+        out[key] = round(float(row["accuracy"]), 4)
+    ens = table[table["member"] == ENSEMBLE]
+    for shot, group in ens.groupby("shot"):
+        out[f"mean_{shot}shot_ensemble"] = round(float(group["accuracy"].mean()), 4)
+    diffs = ens["difference"].dropna()
+    if len(diffs):
+        out["mean_abs_diff_vs_paper"] = round(float(diffs.abs().mean()), 4)
+    return out
+
+
+def figure(table: pd.DataFrame, path: Path) -> None:
+    """Grouped bars per dataset, one panel per shot: our ensemble (with std) vs the paper."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ens = table[table["member"] == ENSEMBLE]
+    shots = sorted(ens["shot"].unique())
+    fig, axes = plt.subplots(1, len(shots), figsize=(5 * len(shots), 4.2), squeeze=False)
+    for ax, shot in zip(axes[0], shots):
+        part = ens[ens["shot"] == shot]
+        x = np.arange(len(part))
+        ax.bar(x - 0.2, part["accuracy"], 0.4, yerr=part["accuracy_std"].fillna(0), capsize=2,
+               label="ours (ensemble)", color="#3b75af")
+        ax.bar(x + 0.2, part["paper"], 0.4, label="paper", color="#ef8636")
+        ax.set_xticks(x, part["dataset"], rotation=45, ha="right")
+        ax.set_title(f"{shot}-shot")
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("accuracy (%)")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].legend(loc="lower left")
+    fig.suptitle("SeBA few-shot accuracy: this pipeline vs the paper")
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)

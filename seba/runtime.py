@@ -1,0 +1,114 @@
+"""Process-level plumbing: repository root, devices, threads, seeds, atomic writes, progress."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+
+def repo_root(start: Path | None = None) -> Path:
+    """The directory holding dvc.yaml, searched upwards from ``start`` (default: cwd)."""
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / "dvc.yaml").exists():
+            return candidate
+    return here
+
+
+def derive_seed(*parts: int | float | str) -> int:
+    """A 32-bit seed that depends on every part (seed, ratio, shot, ...), stable across runs."""
+    words = []
+    for part in parts:
+        if isinstance(part, float):
+            words.append(int(round(part * 1_000_000)))
+        elif isinstance(part, str):
+            words.extend(part.encode())
+        else:
+            words.append(int(part))
+    return int(np.random.SeedSequence(words).generate_state(1)[0])
+
+
+def select_device(name: str = "auto"):
+    import torch
+
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("pretrain.device is 'cuda' but no CUDA device is available")
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(name)
+
+
+def configure_threads(threads: int) -> int:
+    import torch
+
+    n = threads if threads > 0 else (os.cpu_count() or 1)
+    torch.set_num_threads(n)
+    return n
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it into place only if the block succeeds.
+
+    A stage killed halfway therefore never leaves a half-written file under the final name.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_json(path: str | Path, obj) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def write_text(path: str | Path, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
+def log(message: str) -> None:
+    """One line on stderr, flushed (DVC shows it live)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+class Throttle:
+    """True at most once per ``seconds`` (for progress lines that must not flood the terminal)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.last = -float("inf")
+
+    def ready(self) -> bool:
+        now = time.monotonic()
+        if now - self.last >= self.seconds:
+            self.last = now
+            return True
+        return False
+
+
+def format_seconds(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, sec = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{sec:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"

@@ -1,0 +1,68 @@
+"""DVC stage `evaluate@<dataset>`: few-shot episodes for every ratio encoder and the ensemble."""
+
+import argparse
+import dataclasses
+import time
+
+import pandas as pd
+import torch
+
+from seba.cli import run_stage
+from seba.config import load_params, ratio_tag
+from seba.data import EncodedTable, load_split, scale
+from seba.evaluate import ENSEMBLE, evaluate_members, summarise
+from seba.pretrain import encode
+from seba.runtime import atomic_path, configure_threads, log, repo_root, select_device, write_json
+from seba.tracking import Tracker
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--dataset", required=True)
+    args = parser.parse_args()
+    params = load_params()
+    cfg = params.evaluate
+    root = repo_root()
+    device = select_device(params.pretrain.device)
+    configure_threads(params.pretrain.threads)
+    table = EncodedTable.load(root / "data" / "processed" / f"{args.dataset}.npz")
+    members = [ratio_tag(r) for r in params.pretrain.ratios]
+    frames = []
+    tracked = {"dataset": args.dataset, "seeds": list(params.seeds), "ratios": list(params.pretrain.ratios),
+               "evaluate": dataclasses.asdict(cfg)}
+    with Tracker("evaluate", f"evaluate {args.dataset}", params=tracked, tags={"dataset": args.dataset},
+                 root=root) as tracker:
+        for seed in params.seeds:
+            start = time.perf_counter()
+            split = load_split(root / "data" / "splits" / f"{args.dataset}.npz", seed)
+            X_test = scale(table, split.train)[split.test]
+            features = []
+            for ratio in params.pretrain.ratios:
+                path = root / "data" / "models" / args.dataset / ratio_tag(ratio) / f"seed{seed}.pt"
+                checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+                features.append(encode(checkpoint["encoder"], checkpoint["model_config"], X_test, device))
+            episodes = evaluate_members(torch.stack(features), members, table.y[split.test],
+                                        len(table.classes), seed, cfg, args.dataset)
+            frames.append(episodes)
+            seed_summary = summarise(episodes)
+            child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed})
+            tracker.log_metrics({f"{r.shot}shot_{r.member}_accuracy": r.accuracy
+                                 for r in seed_summary.itertuples()}, child)
+            tracker.end_child(child)
+            ens = seed_summary[seed_summary["member"] == ENSEMBLE]
+            log(f"[evaluate {args.dataset} seed {seed}] " + ", ".join(
+                f"{r.shot}-shot {r.accuracy:.2f}" for r in ens.itertuples()) +
+                f" (ensemble; {time.perf_counter() - start:.1f}s)")
+        episodes = pd.concat(frames, ignore_index=True)
+        with atomic_path(root / "reports" / "episodes" / f"{args.dataset}.csv") as tmp:
+            episodes.to_csv(tmp, index=False, float_format="%.4f")
+        summary = summarise(episodes)
+        metrics = {f"{r.shot}shot_{r.member}": round(float(r.accuracy), 4) for r in summary.itertuples()}
+        metrics.update({f"{r.shot}shot_{r.member}_balanced": round(float(r.balanced_accuracy), 4)
+                        for r in summary.itertuples()})
+        write_json(root / "reports" / "metrics" / f"{args.dataset}.json", metrics)
+        tracker.log_metrics(metrics)
+
+
+if __name__ == "__main__":
+    run_stage("evaluate", main)

@@ -1,0 +1,39 @@
+"""DVC stage `fetch@<dataset>`: the raw table from OpenML, or the verified offline snapshot."""
+
+import argparse
+import time
+
+from seba.cli import run_stage
+from seba.config import load_params
+from seba.data import fetch_table
+from seba.runtime import atomic_path, log, repo_root, write_json
+from seba.tracking import Tracker
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--dataset", required=True)
+    args = parser.parse_args()
+    params = load_params()
+    if args.dataset not in params.sources:
+        raise SystemExit(f"error: dataset '{args.dataset}' has no entry in params.yaml 'sources'")
+    source = params.sources[args.dataset]
+    root = repo_root()
+    start = time.perf_counter()
+    frame, info = fetch_table(args.dataset, source.openml_id, params.fetch.source, root, params.fetch.retries)
+    out = root / "data" / "raw"
+    with atomic_path(out / f"{args.dataset}.parquet") as tmp:
+        frame.to_parquet(tmp)
+    write_json(out / f"{args.dataset}.json", info)
+    log(f"[fetch {args.dataset}] {info['rows']} rows x {info['features']} features from {info['source']} "
+        f"({time.perf_counter() - start:.1f}s)")
+    tracked = {"openml_id": source.openml_id, "fetch.source": params.fetch.source,
+               "source_used": info["source"]}
+    with Tracker("fetch", f"fetch {args.dataset}", params=tracked, tags={"dataset": args.dataset},
+                 root=root) as tracker:
+        tracker.log_metrics({k: info[k] for k in ("rows", "features", "categorical_features",
+                                                  "numeric_features", "classes", "missing_cells")})
+
+
+if __name__ == "__main__":
+    run_stage("fetch", main)

@@ -1,0 +1,74 @@
+"""DVC stage `pretrain@<dataset>-<ratio>`: one SeBA encoder per seed for one separation ratio."""
+
+import argparse
+import dataclasses
+import time
+
+import torch
+
+from seba.cli import run_stage
+from seba.config import load_params, ratio_tag
+from seba.data import EncodedTable, load_split, scale
+from seba.pretrain import pretrain_encoder
+from seba.runtime import atomic_path, configure_threads, format_seconds, log, repo_root, select_device, write_json
+from seba.tracking import Tracker
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--ratio", required=True, type=float)
+    args = parser.parse_args()
+    params = load_params()
+    cfg = params.pretrain
+    if not 0 < args.ratio < 1:
+        raise SystemExit(f"error: --ratio must lie in (0, 1), got {args.ratio}")
+    root = repo_root()
+    device = select_device(cfg.device)
+    threads = configure_threads(cfg.threads)
+    table = EncodedTable.load(root / "data" / "processed" / f"{args.dataset}.npz")
+    out_dir = root / "data" / "models" / args.dataset / ratio_tag(args.ratio)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model_config = {"in_features": int(table.X.shape[1]), "encoder_hidden": cfg.encoder_hidden,
+                    "encoder_out": cfg.encoder_out, "encoder_out_relu": cfg.encoder_out_relu}
+    tracked = {"dataset": args.dataset, "ratio": args.ratio, "seeds": list(params.seeds),
+               "device": str(device), "threads": threads,
+               "pretrain": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "ratios"}}
+    training_log = {"dataset": args.dataset, "ratio": args.ratio, "device": str(device), "seeds": {}}
+    stage_start = time.perf_counter()
+    with Tracker("pretrain", f"pretrain {args.dataset} r={args.ratio:g}", params=tracked,
+                 tags={"dataset": args.dataset, "ratio": f"{args.ratio:g}"}, root=root) as tracker:
+        for i, seed in enumerate(params.seeds, start=1):
+            split = load_split(root / "data" / "splits" / f"{args.dataset}.npz", seed)
+            X = scale(table, split.train)
+            label = f"[pretrain {args.dataset} r={args.ratio:g} seed {seed} ({i}/{len(params.seeds)})]"
+            log(f"{label} {len(split.train)} train / {len(split.val)} val rows, {X.shape[1]} columns, "
+                f"{table.n_groups} groups, on {device}")
+            child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed})
+            result = pretrain_encoder(X[split.train], X[split.val], table.groups, args.ratio, seed, cfg,
+                                      device, label=label)
+            with atomic_path(out_dir / f"seed{seed}.pt") as tmp:
+                torch.save({"encoder": result.encoder_state, "model_config": model_config,
+                            "pretrain_config": dataclasses.asdict(cfg), "dataset": args.dataset,
+                            "ratio": args.ratio, "seed": seed, "best_epoch": result.best_epoch}, tmp)
+            summary = {"best_epoch": result.best_epoch, "stop_epoch": result.stop_epoch,
+                       "best_val_loss": result.best_val_loss, "seconds": round(result.seconds, 3),
+                       "masked_columns": result.masked_columns}
+            training_log["seeds"][str(seed)] = {**summary, "train_loss": result.train_loss,
+                                                "val_loss": result.val_loss}
+            tracker.log_series({"train_loss": list(enumerate(result.train_loss, start=1)),
+                                "val_loss": list(enumerate(result.val_loss, start=1))}, child)
+            tracker.log_metrics(summary, child)
+            tracker.log_series({f"seed{seed}_train_loss": list(enumerate(result.train_loss, start=1)),
+                                f"seed{seed}_val_loss": list(enumerate(result.val_loss, start=1))})
+            tracker.end_child(child)
+            elapsed = time.perf_counter() - stage_start
+            log(f"{label} done: best val {result.best_val_loss:.4f} at epoch {result.best_epoch}, stopped at "
+                f"{result.stop_epoch}, {format_seconds(result.seconds)}; stage "
+                f"~{format_seconds(elapsed / i * (len(params.seeds) - i))} left")
+        tracker.log_metrics({"seconds": round(time.perf_counter() - stage_start, 3)})
+    write_json(out_dir / "log.json", training_log)
+
+
+if __name__ == "__main__":
+    run_stage("pretrain", main)
