@@ -1,0 +1,90 @@
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from seba.classifiers import probe_logits, prototype_scores, train_probes
+from seba.episodes import sample_episodes
+
+
+def separable(n_per_class=30, n_classes=3, dim=16, seed=0, noise=0.002):
+    """Tight, far-apart clusters: a probe that stops at 100 % support accuracy (the released
+    code's rule) separates them all, whatever hyperplane it stopped at."""
+    g = torch.Generator().manual_seed(seed)
+    centres = torch.eye(dim)[:n_classes] * 6.0
+    X = torch.cat([centres[c] + noise * torch.randn(n_per_class, dim, generator=g) for c in range(n_classes)])
+    y = torch.arange(n_classes).repeat_interleave(n_per_class)
+    return X, y
+
+
+@pytest.mark.parametrize("shot", [1, 5, 10])
+def test_prototypes_and_probe_classify_a_separable_set_perfectly(shot):
+    X, y = separable()
+    episodes = sample_episodes(y.numpy(), 3, shot, n_episodes=4, seed=0)
+    support = torch.as_tensor(episodes.support)
+    labels = torch.as_tensor(episodes.support_labels)
+    query = torch.as_tensor(episodes.query)
+    features = X[None]  # one member
+    scores = prototype_scores(features, support, labels, 3)
+    assert ((scores.argmax(-1) == y) | ~query).all()
+    w, b, iters = train_probes(features, support, labels, 3, lr=1e-2, max_iters=1000, patience=100,
+                               generator=torch.Generator().manual_seed(0))
+    logits = probe_logits(features, w, b)
+    assert ((logits.argmax(-1) == y) | ~query).all()
+
+
+def reference_probe(support_x, support_y, w0, b0, lr, max_iters, patience):
+    """One probe trained alone, the released code's rule: Adam full-batch, stop at 100 % train
+    accuracy or after `patience` iterations without improvement, keep the best weights."""
+    linear = torch.nn.Linear(support_x.shape[1], w0.shape[1])
+    with torch.no_grad():
+        linear.weight.copy_(w0.T)
+        linear.bias.copy_(b0)
+    opt = torch.optim.Adam(linear.parameters(), lr=lr)
+    best_acc, best_it, best = -1.0, 0, None
+    for it in range(max_iters + 1):
+        logits = linear(support_x)
+        acc = (logits.argmax(1) == support_y).float().mean().item()
+        if acc > best_acc:
+            best_acc, best_it = acc, it
+            best = (linear.weight.detach().T.clone(), linear.bias.detach().clone())
+        if acc >= 1.0 or it - best_it >= patience or it == max_iters:
+            return best, it
+        loss = F.cross_entropy(logits, support_y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def test_batched_probes_follow_each_probes_own_stopping_rule():
+    g = torch.Generator().manual_seed(1)
+    n, dim, C = 60, 8, 4
+    features = torch.randn(3, n, dim, generator=g)  # 3 members, noisy: some probes never reach 100 %
+    y = torch.randint(0, C, (n,), generator=g)
+    y[:C] = torch.arange(C)
+    episodes = sample_episodes(y.numpy(), C, 5, n_episodes=6, seed=2)
+    support = torch.as_tensor(episodes.support)
+    labels = torch.as_tensor(episodes.support_labels)
+    w0, b0, _ = train_probes(features, support, labels, C, lr=1e-2, max_iters=0, patience=5,
+                             generator=torch.Generator().manual_seed(7))
+    w, b, iters = train_probes(features, support, labels, C, lr=1e-2, max_iters=300, patience=5,
+                               generator=torch.Generator().manual_seed(7))
+    assert len(set(iters.flatten().tolist())) > 1  # probes stopped at different iterations
+    for m in range(3):
+        for e in range(6):
+            (w_ref, b_ref), it_ref = reference_probe(features[m, support[e]], labels, w0[m, e], b0[m, e],
+                                                     1e-2, 300, 5)
+            assert int(iters[m, e]) == it_ref
+            torch.testing.assert_close(w[m, e], w_ref, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(b[m, e], b_ref, rtol=1e-4, atol=1e-5)
+
+
+def test_prototype_scores_are_cosine_to_class_means():
+    features = torch.tensor([[[1.0, 0.0], [0.0, 2.0], [1.0, 1.0], [3.0, 0.1]]])
+    support = torch.tensor([[0, 3, 1]])  # class 0: rows 0 and 3; class 1: row 1
+    labels = torch.tensor([0, 0, 1])
+    scores = prototype_scores(features, support, labels, 2)
+    proto0 = F.normalize(torch.tensor([2.0, 0.05]), dim=0)
+    expected = F.normalize(torch.tensor([1.0, 1.0]), dim=0) @ proto0
+    assert scores[0, 0, 2, 0].item() == pytest.approx(expected.item(), rel=1e-6)
+    assert scores[0, 0, 2, 1].item() == pytest.approx(F.normalize(torch.tensor([1.0, 1.0]), dim=0)[1].item())

@@ -1,0 +1,124 @@
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from seba.data import EncodedTable, encode_table, fetch_table, load_snapshot, make_split, scale, sha256_file
+from seba.errors import DataError
+
+
+def test_snapshot_matches_its_manifest(snapshot_dir):
+    manifest = json.loads((snapshot_dir / "manifest.json").read_text())["openml_ids"]
+    assert {"23", "37", "40670", "1590", "16", "28", "40979", "1501"} <= set(manifest)
+    for entry in manifest.values():
+        assert sha256_file(snapshot_dir / entry["file"]) == entry["sha256"]
+        frame = pd.read_parquet(snapshot_dir / entry["file"])
+        assert len(frame) == entry["rows"]
+        assert frame["class"].nunique() == entry["classes"]
+
+
+def test_tampered_snapshot_is_refused(tmp_path, snapshot_dir):
+    copy = tmp_path / "data" / "snapshot"
+    shutil.copytree(snapshot_dir, copy)
+    (copy / "diabetes.parquet").write_bytes(b"not the file")
+    with pytest.raises(DataError, match="fails verification"):
+        load_snapshot(37, copy)
+    with pytest.raises(DataError, match="not in the offline snapshot"):
+        load_snapshot(999999, copy)
+
+
+def test_offline_fetch_falls_back_and_keeps_cache(tmp_path, snapshot_dir, monkeypatch):
+    """OpenML fails the way it does (deleting the dataset's cache folder first): we fall back to
+    the snapshot, and an earlier cache and the snapshot survive intact."""
+    import openml
+
+    root = tmp_path
+    shutil.copytree(snapshot_dir, root / "data" / "snapshot")
+    cached = root / "data" / "openml_cache" / "org" / "openml" / "www" / "datasets" / "37"
+    cached.mkdir(parents=True)
+    (cached / "dataset.pq").write_bytes(b"earlier good download")
+
+    def failing_get_dataset(*args, **kwargs):
+        shutil.rmtree(cached)  # what openml does when a download inside get_dataset fails
+        raise ConnectionError("simulated: connection reset")
+
+    monkeypatch.setattr(openml.datasets, "get_dataset", failing_get_dataset)
+    frame, info = fetch_table("diabetes", 37, "auto", root)
+    assert info["source"] == "snapshot" and "simulated" in info["openml_error"]
+    assert frame.shape == (768, 9)
+    assert (cached / "dataset.pq").read_bytes() == b"earlier good download"
+    assert sha256_file(root / "data" / "snapshot" / "diabetes.parquet") == sha256_file(
+        snapshot_dir / "diabetes.parquet")
+    with pytest.raises(DataError, match="fetch.source: snapshot"):
+        fetch_table("diabetes", 37, "openml", root)
+
+
+@pytest.mark.parametrize("dataset,columns,numeric", [("cmc", 9, 2), ("income", 14, 6)])
+def test_one_hot_blocks_follow_their_original_columns(snapshot_dir, dataset, columns, numeric):
+    frame = pd.read_parquet(snapshot_dir / f"{dataset}.parquet")
+    table = encode_table(frame)
+    assert table.n_groups == columns
+    features = [c for c in frame.columns if c != "class"]
+    for g, column in enumerate(features):
+        block = table.X[:, table.groups == g]
+        names = table.encoded_names[table.groups == g]
+        if isinstance(frame[column].dtype, pd.CategoricalDtype):
+            assert all(n.startswith(f"{column}=") for n in names)
+            assert block.shape[1] == len(frame[column].cat.categories)
+            # each row has exactly one 1 in its block, or none when the value is missing
+            np.testing.assert_array_equal(block.sum(1), frame[column].notna().to_numpy().astype(np.float32))
+            assert not table.numeric[table.groups == g].any()
+        else:
+            assert list(names) == [column] and table.numeric[table.groups == g].all()
+    assert int(table.numeric.sum()) == numeric
+    # groups are contiguous: a block is never interleaved with another column
+    assert (np.diff(table.groups) >= 0).all()
+
+
+def test_missing_categorical_becomes_all_zero_block_and_numeric_nan_the_train_mean(snapshot_dir):
+    frame = pd.read_parquet(snapshot_dir / "income.parquet")
+    table = encode_table(frame)
+    workclass = list(frame.columns).index("workclass")
+    missing = frame["workclass"].isna().to_numpy()
+    assert missing.sum() == 2799
+    assert (table.X[missing][:, table.groups == workclass] == 0).all()
+    toy = pd.DataFrame({"a": [1.0, np.nan, 3.0, 5.0], "class": pd.Categorical(["x", "y", "x", "y"])})
+    t = encode_table(toy)
+    scaled = scale(t, np.array([0, 1, 2]))
+    assert scaled[1, 0] == 0.0  # NaN -> train mean -> 0 after standardisation
+
+
+def test_scaling_uses_train_statistics_only(snapshot_dir):
+    table = encode_table(pd.read_parquet(snapshot_dir / "diabetes.parquet"))
+    split = make_split(table.y, 0, 1 / 6, 0.1)
+    scaled = scale(table, split.train)
+    np.testing.assert_allclose(scaled[split.train].mean(0), 0, atol=1e-4)
+    np.testing.assert_allclose(scaled[split.train].std(0), 1, atol=1e-3)
+    # changing test rows changes nothing about how any row is scaled
+    poisoned = EncodedTable(**{**table.__dict__, "X": table.X.copy()})
+    poisoned.X[split.test] = 1e6
+    again = scale(poisoned, split.train)
+    np.testing.assert_array_equal(again[split.train], scaled[split.train])
+    np.testing.assert_array_equal(again[split.val], scaled[split.val])
+
+
+@pytest.mark.parametrize("dataset", ["cmc", "karhunen"])
+def test_splits_are_stratified_disjoint_and_reproducible(snapshot_dir, dataset):
+    table = encode_table(pd.read_parquet(snapshot_dir / f"{dataset}.parquet"))
+    y, n = table.y, len(table.y)
+    a = make_split(y, 3, 1 / 6, 0.1)
+    b = make_split(y, 3, 1 / 6, 0.1)
+    c = make_split(y, 4, 1 / 6, 0.1)
+    for part in ("train", "val", "test"):
+        np.testing.assert_array_equal(getattr(a, part), getattr(b, part))
+    assert not np.array_equal(a.test, c.test)
+    assert set(a.train).isdisjoint(a.val) and set(a.train).isdisjoint(a.test) and set(a.val).isdisjoint(a.test)
+    assert len(a.train) + len(a.val) + len(a.test) == n
+    assert abs(len(a.test) - n / 6) <= 1
+    assert abs(len(a.val) - 0.1 * (n - len(a.test))) <= 1
+    overall = np.bincount(y) / n
+    for part in (a.train, a.test):
+        share = np.bincount(y[part], minlength=len(overall)) / len(part)
+        np.testing.assert_allclose(share, overall, atol=0.02)

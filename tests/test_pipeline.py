@@ -1,0 +1,147 @@
+"""End to end: `dvc repro` on a tiny params override in a temporary git copy of the repo, then
+checks of the outputs, the MLflow runs, and which stages DVC reruns after params edits."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+pytestmark = pytest.mark.slow
+
+TINY = {
+    "seeds": [0],
+    "datasets": ["diabetes", "cmc"],
+    "pretrain": {"ratios": [0.2, 0.5], "max_epochs": 4, "patience": 2},
+    "evaluate": {"episodes": 3},
+}
+
+
+def run(cmd, cwd, env, check=True):
+    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    if check and result.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+def stages_run(output: str) -> set[str]:
+    return set(re.findall(r"Running stage '([^']+)'", output))
+
+
+def set_params(repo: Path, updates: dict) -> None:
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    for key, value in updates.items():
+        if isinstance(value, dict):
+            params[key].update(value)
+        else:
+            params[key] = value
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+@pytest.fixture(scope="module")
+def repo(root, tmp_path_factory):
+    work = tmp_path_factory.mktemp("pipeline") / "repo"
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=root, capture_output=True,
+                           text=True, check=True).stdout.split()
+    for name in files:
+        src = root / name
+        if src.is_file():
+            (work / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, work / name)
+    for stale in ("dvc.lock", "reports"):
+        path = work / stale
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+    set_params(work, TINY)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "DVC_NO_ANALYTICS": "1", "MLFLOW_DISABLE_TELEMETRY": "true"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tiny"]):
+        run(cmd, work, env)
+    first = run(["dvc", "repro"], work, env)
+    return work, env, first.stdout + first.stderr
+
+
+def test_repro_builds_every_stage_and_the_reports(repo):
+    work, env, output = repo
+    expected = {"fetch@diabetes", "fetch@cmc", "preprocess@diabetes", "preprocess@cmc", "split@diabetes",
+                "split@cmc", "pretrain@diabetes-0.2", "pretrain@diabetes-0.5", "pretrain@cmc-0.2",
+                "pretrain@cmc-0.5", "evaluate@diabetes", "evaluate@cmc", "aggregate"}
+    assert stages_run(output) == expected
+    assert "using the offline snapshot" in output or '"source": "openml"' in (work / "data/raw/cmc.json").read_text()
+    for ratio in ("r0.2", "r0.5"):
+        assert (work / "data/models/cmc" / ratio / "seed0.pt").exists()
+    episodes = pd.read_csv(work / "reports/episodes/cmc.csv")
+    assert len(episodes) == 1 * 3 * 3 * 3  # seeds x shots x episodes x (2 ratios + ensemble)
+    assert set(episodes["member"]) == {"r0.2", "r0.5", "ensemble"}
+    results = pd.read_csv(work / "reports/results.csv")
+    ens = results[results["member"] == "ensemble"]
+    assert sorted(zip(ens["dataset"], ens["shot"])) == sorted(
+        (d, s) for d in ("diabetes", "cmc") for s in (1, 5, 10))
+    assert ens["paper"].notna().all() and ens["accuracy"].between(0, 100).all()
+    md = (work / "reports/results.md").read_text()
+    assert "| cmc | 10 |" in md and "| diabetes | 1 |" in md
+    summary = json.loads((work / "reports/summary.json").read_text())
+    assert "cmc_5shot_ensemble" in summary and "mean_abs_diff_vs_paper" in summary
+    assert (work / "reports/figures/accuracy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    metrics = run(["dvc", "metrics", "show", "--json"], work, env).stdout
+    assert "cmc_5shot_ensemble" in metrics
+
+
+def test_mlflow_has_a_run_per_stage_with_seed_children(repo):
+    work, env, _ = repo
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("seba")
+    runs = client.search_runs([experiment.experiment_id], max_results=500)
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    by_stage = {}
+    for r in parents:
+        by_stage.setdefault(r.data.tags["stage"], []).append(r)
+    assert {k: len(v) for k, v in by_stage.items()} == {
+        "fetch": 2, "preprocess": 2, "split": 2, "pretrain": 4, "evaluate": 2, "aggregate": 1}
+    assert all(r.info.status == "FINISHED" for r in runs)
+    pretrain = by_stage["pretrain"][0]
+    assert pretrain.data.params["pretrain.lr"] == "0.001"
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == pretrain.info.run_id]
+    assert len(children) == 1
+    curve = client.get_metric_history(children[0].info.run_id, "val_loss")
+    assert 1 <= len(curve) <= 4 and [m.step for m in curve] == list(range(1, len(curve) + 1))
+    evaluate = by_stage["evaluate"][0]
+    assert any(k.startswith("5shot_ensemble") for k in evaluate.data.metrics)
+    artifacts = {a.path for a in client.list_artifacts(by_stage["aggregate"][0].info.run_id)}
+    assert {"results.md", "results.csv", "summary.json", "figures"} <= artifacts
+
+
+def test_only_affected_stages_rerun_after_params_edits(repo):
+    work, env, _ = repo
+    dry = lambda: stages_run(run(["dvc", "repro", "--dry"], work, env).stdout)  # noqa: E731
+    assert dry() == set()
+
+    set_params(work, {"evaluate": {"episodes": 2}})
+    expected = {"evaluate@diabetes", "evaluate@cmc", "aggregate"}
+    assert dry() == expected
+    assert stages_run(run(["dvc", "repro"], work, env).stdout) == expected
+    assert dry() == set()
+
+    set_params(work, {"pretrain": {"ratios": [0.2, 0.5, 0.3]}})
+    assert dry() == {"pretrain@diabetes-0.3", "pretrain@cmc-0.3", "evaluate@diabetes", "evaluate@cmc",
+                     "aggregate"}
+    set_params(work, {"pretrain": {"ratios": [0.2, 0.5]}})
+    assert dry() == set()
+
+    # `dvc repro --dry` cannot know that changed outputs will change downstream stages: run it
+    set_params(work, {"sources": {"cmc": {"openml_id": 20}}})  # another table from the snapshot
+    assert stages_run(run(["dvc", "repro"], work, env).stdout) == {"fetch@cmc", "preprocess@cmc", "split@cmc", "pretrain@cmc-0.2", "pretrain@cmc-0.5",
+                     "evaluate@cmc", "aggregate"}
+    assert dry() == set()

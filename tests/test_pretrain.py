@@ -1,0 +1,57 @@
+import dataclasses
+import math
+
+import numpy as np
+import torch
+
+from seba.config import PretrainConfig
+from seba.pretrain import _batches, encode, pretrain_encoder
+
+
+def toy_table(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(3, 12)) * 3
+    X = np.concatenate([c + rng.normal(size=(n // 3, 12)) for c in centres]).astype(np.float32)
+    return X, np.arange(12)
+
+
+def small_cfg(**kw):
+    settings = dict(encoder_hidden=32, encoder_out=16, projector_hidden=32, projector_out=16,
+                    batch_size=64, max_epochs=15, patience=5, progress_seconds=1e9)
+    return dataclasses.replace(PretrainConfig(), **{**settings, **kw})
+
+
+def test_pretraining_is_deterministic_on_cpu_and_keeps_the_best_epoch():
+    X, groups = toy_table()
+    cfg = small_cfg()
+    a = pretrain_encoder(X[:250], X[250:], groups, 0.3, seed=4, cfg=cfg, device=torch.device("cpu"))
+    b = pretrain_encoder(X[:250], X[250:], groups, 0.3, seed=4, cfg=cfg, device=torch.device("cpu"))
+    c = pretrain_encoder(X[:250], X[250:], groups, 0.3, seed=5, cfg=cfg, device=torch.device("cpu"))
+    for key in a.encoder_state:
+        assert torch.equal(a.encoder_state[key], b.encoder_state[key])
+    assert a.train_loss == b.train_loss and a.val_loss == b.val_loss
+    assert not torch.equal(a.encoder_state["net.0.weight"], c.encoder_state["net.0.weight"])
+    assert all(math.isfinite(v) for v in a.train_loss)
+    assert a.best_val_loss == min(a.val_loss)
+    assert a.val_loss[a.best_epoch - 1] == a.best_val_loss
+    assert a.stop_epoch == min(cfg.max_epochs, a.best_epoch + cfg.patience)
+    assert a.masked_columns == 3
+    assert a.train_loss[-1] < a.train_loss[0]  # it learns something
+    features = encode(a.encoder_state, {"in_features": 12, "encoder_hidden": 32, "encoder_out": 16,
+                                        "encoder_out_relu": True}, X, torch.device("cpu"))
+    assert features.shape == (300, 16)
+
+
+def test_marginal_fill_and_fresh_validation_run():
+    X, groups = toy_table()
+    result = pretrain_encoder(X[:250], X[250:], groups, 0.5, seed=0,
+                              cfg=small_cfg(fill="marginal", validation="fresh", max_epochs=3),
+                              device=torch.device("cpu"))
+    assert len(result.train_loss) == 3
+
+
+def test_batches_keep_the_partial_batch_but_never_a_single_row():
+    order = torch.arange(10)
+    assert [len(b) for b in _batches(10, 4, order)] == [4, 4, 2]
+    assert [len(b) for b in _batches(9, 4, order[:9])] == [4, 5]
+    assert torch.equal(torch.cat(_batches(9, 4, order[:9])), order[:9])
