@@ -45,14 +45,18 @@ def main() -> None:
                                         len(table.classes), seed, cfg, args.dataset)
             frames.append(episodes)
             seed_summary = summarise(episodes)
+            seconds = time.perf_counter() - start
             child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed})
-            tracker.log_metrics({f"{r.shot}shot_{r.member}_accuracy": r.accuracy
-                                 for r in seed_summary.itertuples()}, child)
+            tracker.log_metrics({**{f"{r.shot}shot_{r.member}_accuracy": r.accuracy
+                                    for r in seed_summary.itertuples()}, "seconds": seconds}, child)
+            tracker.log_series({  # one point per episode (step = episode index)
+                f"{shot}shot_{member}_episode_accuracy": list(zip(group["episode"], group["accuracy"]))
+                for (shot, member), group in episodes.groupby(["shot", "member"], sort=False)}, child)
             tracker.end_child(child)
             ens = seed_summary[seed_summary["member"] == ENSEMBLE]
             log(f"[evaluate {args.dataset} seed {seed}] " + ", ".join(
                 f"{r.shot}-shot {r.accuracy:.2f}" for r in ens.itertuples()) +
-                f" (ensemble; {time.perf_counter() - start:.1f}s)")
+                f" (ensemble; {seconds:.1f}s)")
         episodes = pd.concat(frames, ignore_index=True)
         with atomic_path(root / "reports" / "episodes" / f"{args.dataset}.csv") as tmp:
             episodes.to_csv(tmp, index=False, float_format="%.4f")
@@ -62,6 +66,7 @@ def main() -> None:
                         for r in summary.itertuples()})
         write_json(root / "reports" / "metrics" / f"{args.dataset}.json", metrics)
         tracker.log_metrics(metrics)
+        tracker.log_artifacts(root / "reports" / "episodes" / f"{args.dataset}.csv")
 
 
 if __name__ == "__main__":

@@ -119,6 +119,10 @@ def test_mlflow_has_a_run_per_stage_with_seed_children(repo):
     assert 1 <= len(curve) <= 4 and [m.step for m in curve] == list(range(1, len(curve) + 1))
     evaluate = by_stage["evaluate"][0]
     assert any(k.startswith("5shot_ensemble") for k in evaluate.data.metrics)
+    assert {a.path for a in client.list_artifacts(evaluate.info.run_id)} & {"cmc.csv", "diabetes.csv"}
+    seed_run = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == evaluate.info.run_id][0]
+    per_episode = client.get_metric_history(seed_run.info.run_id, "5shot_ensemble_episode_accuracy")
+    assert sorted(m.step for m in per_episode) == [0, 1, 2]
     artifacts = {a.path for a in client.list_artifacts(by_stage["aggregate"][0].info.run_id)}
     assert {"results.md", "results.csv", "summary.json", "figures"} <= artifacts
 
@@ -145,3 +149,25 @@ def test_only_affected_stages_rerun_after_params_edits(repo):
     assert stages_run(run(["dvc", "repro"], work, env).stdout) == {"fetch@cmc", "preprocess@cmc", "split@cmc", "pretrain@cmc-0.2", "pretrain@cmc-0.5",
                      "evaluate@cmc", "aggregate"}
     assert dry() == set()
+
+
+def test_a_broken_mlflow_store_only_warns_and_outputs_are_complete(repo):
+    work, env, _ = repo
+    (work / "reports/results.md").unlink()
+    broken = {**env, "MLFLOW_TRACKING_URI": "sqlite:////proc/seba-no-such-dir/mlflow.db"}
+    result = run(["python", "stages/aggregate.py"], work, broken)
+    assert "WARNING: MLflow" in result.stderr
+    assert "| cmc | 1 |" in (work / "reports/results.md").read_text()
+
+
+def test_a_params_mistake_is_one_clear_line_before_any_work(repo):
+    work, env, _ = repo
+    original = (work / "params.yaml").read_text()
+    try:
+        (work / "params.yaml").write_text(original.replace("patience:", "patiance:", 1))
+        result = run(["python", "stages/pretrain.py", "--dataset", "cmc", "--ratio", "0.2"], work, env, check=False)
+        assert result.returncode == 2
+        assert "unknown key 'pretrain.patiance' (did you mean 'patience'?)" in result.stderr
+        assert "Traceback" not in result.stderr
+    finally:
+        (work / "params.yaml").write_text(original)
