@@ -1,0 +1,45 @@
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from seba.config import EvaluateConfig
+from seba.evaluate import ENSEMBLE, episode_scores, evaluate_members, summarise
+
+
+def test_episode_scores_accuracy_and_balanced_accuracy_by_hand():
+    y = torch.tensor([0, 0, 0, 1, 1, 2])
+    query = torch.tensor([[True, True, True, True, False, True]])
+    predictions = torch.tensor([[[0, 0, 1, 1, 0, 0]]])  # one member, one episode
+    accuracy, balanced = episode_scores(predictions, y, query, 3)
+    assert accuracy.item() == pytest.approx(3 / 5)
+    # class 0: 2/3 right, class 1: 1/1, class 2: 0/1
+    assert balanced.item() == pytest.approx((2 / 3 + 1 + 0) / 3)
+
+
+def test_members_share_episodes_and_the_ensemble_of_identical_members_is_a_member():
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(3), 20)
+    base = torch.as_tensor(rng.normal(size=(60, 8)) + np.eye(8)[y] * 2, dtype=torch.float32)
+    features = torch.stack([base, base, base])
+    cfg = dataclasses.replace(EvaluateConfig(), episodes=4, shots=(1, 5))
+    frame = evaluate_members(features, ["r0.1", "r0.2", "r0.3"], y, 3, seed=0, cfg=cfg)
+    assert len(frame) == 2 * 4 * 4
+    for shot in (1, 5):
+        part = frame[frame["shot"] == shot].pivot(index="episode", columns="member", values="accuracy")
+        # probes start from different random weights, so only prototypes must agree exactly
+        if shot == 1:
+            for member in ("r0.2", "r0.3", ENSEMBLE):
+                np.testing.assert_allclose(part[member], part["r0.1"])
+    again = evaluate_members(features, ["r0.1", "r0.2", "r0.3"], y, 3, seed=0, cfg=cfg)
+    pd.testing.assert_frame_equal(frame, again)  # deterministic
+
+
+def test_summarise_means_over_seeds_and_episodes():
+    frame = pd.DataFrame({"seed": [0, 0, 1, 1], "shot": 1, "episode": [0, 1, 0, 1], "member": "ensemble",
+                          "accuracy": [50.0, 60.0, 70.0, 80.0], "balanced_accuracy": 50.0})
+    row = summarise(frame).iloc[0]
+    assert row["accuracy"] == 65.0 and row["seeds"] == 2 and row["episodes"] == 4
+    assert row["accuracy_std"] == pytest.approx(np.std([50, 60, 70, 80], ddof=1))

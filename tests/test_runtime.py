@@ -1,0 +1,28 @@
+import pytest
+
+from seba.runtime import atomic_path, derive_seed, format_seconds, repo_root
+
+
+def test_atomic_path_never_leaves_a_half_written_file(tmp_path):
+    target = tmp_path / "out" / "result.csv"
+    with pytest.raises(RuntimeError):
+        with atomic_path(target) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("killed")
+    assert not target.exists() and list(target.parent.iterdir()) == []
+    target.write_text("old")
+    with atomic_path(target) as tmp:
+        tmp.write_text("new")
+    assert target.read_text() == "new" and len(list(target.parent.iterdir())) == 1
+
+
+def test_derived_seeds_are_stable_and_distinct():
+    assert derive_seed(0, 0.1) == derive_seed(0, 0.1)
+    seeds = {derive_seed(s, r) for s in range(5) for r in (0.1, 0.2, 0.3)}
+    assert len(seeds) == 15
+    assert derive_seed(1, 5, "episodes") != derive_seed(1, 5, "probe")
+
+
+def test_repo_root_and_format(root):
+    assert repo_root(root / "seba") == root
+    assert format_seconds(59) == "59s" and format_seconds(61) == "1m01s" and format_seconds(3700) == "1h01m"
