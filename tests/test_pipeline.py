@@ -24,7 +24,7 @@ TINY = {
 
 
 def run(cmd, cwd, env, check=True):
-    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=2400)
     if check and result.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
     return result
