@@ -35,19 +35,19 @@ def main() -> None:
     by_stage = defaultdict(list)
     for name, run in latest.items():
         by_stage[run.data.tags.get("stage", "?")].append((name, (run.info.end_time - run.info.start_time) / 1000))
+    def line(label: str, seconds: float, summary: bool = False) -> str:
+        if args.markdown:
+            return f"| **{label}** | **{seconds:.1f}** |" if summary else f"| {label} | {seconds:.1f} |"
+        return f"{('== ' if summary else '') + label:40s} {seconds:9.1f} s"
+
     order = ["fetch", "preprocess", "split", "pretrain", "evaluate", "aggregate"]
-    total = 0.0
     if args.markdown:
         print("| stage instance | seconds |\n|---|---|")
     for stage in sorted(by_stage, key=lambda s: order.index(s) if s in order else 99):
         for name, seconds in sorted(by_stage[stage]):
-            total += seconds
-            print(f"| {name} | {seconds:.1f} |" if args.markdown else f"{name:40s} {seconds:9.1f} s")
-        stage_total = sum(s for _, s in by_stage[stage])
-        print(f"| **{stage} (all)** | **{stage_total:.1f}** |" if args.markdown
-              else f"{'== ' + stage + ' (all)':40s} {stage_total:9.1f} s")
-    print(f"| **total (stage bodies)** | **{total:.1f}** |" if args.markdown
-          else f"{'== total (stage bodies)':40s} {total:9.1f} s")
+            print(line(name, seconds))
+        print(line(f"{stage} (all)", sum(s for _, s in by_stage[stage]), summary=True))
+    print(line("total (stage bodies)", sum(s for runs in by_stage.values() for _, s in runs), summary=True))
 
 
 if __name__ == "__main__":

@@ -66,9 +66,9 @@ def markdown(table: pd.DataFrame, run_info: dict) -> str:
                      f"{paper} | {diff} | {row['balanced_accuracy']:.2f} | " + " | ".join(cells) + " |")
     lines += ["", "Mean over datasets:", "", "| shot | ensemble | paper | diff |", "|---|---|---|---|"]
     for shot, group in ens.groupby("shot"):
-        both = group.dropna(subset=["paper"])
-        paper_mean = f"{both['paper'].mean():.2f}" if len(both) == len(group) else "–"
-        diff_mean = f"{both['difference'].mean():+.2f}" if len(both) == len(group) else "–"
+        complete = group["paper"].notna().all()  # a mean over a subset would mislead
+        paper_mean = f"{group['paper'].mean():.2f}" if complete else "–"
+        diff_mean = f"{group['difference'].mean():+.2f}" if complete else "–"
         lines.append(f"| {shot} | {group['accuracy'].mean():.2f} | {paper_mean} | {diff_mean} |")
     diffs = ens["difference"].dropna()
     if len(diffs):
