@@ -54,9 +54,10 @@ class PretrainConfig:
     batch_size: int = 1024
     max_epochs: int = 10000
     patience: int = 100
+    min_delta: float = 0.0  # relative improvement that resets patience (0 = any improvement)
     validation: str = "fixed"  # fixed: seeded masks drawn once | fresh: new masks every epoch
     validation_draws: int = 2  # masks per validation batch (fixed mode)
-    precision: str = "fp32"  # fp32 | bf16 (autocast)
+    precision: str = "fp32"  # fp32 | bf16 (autocast) | auto (bf16 where the device has it natively)
     device: str = "auto"  # auto | cpu | cuda
     threads: int = 0  # torch intra-op threads; 0 = all cores
     progress_seconds: float = 15.0  # at most one progress line per this many seconds
@@ -87,7 +88,7 @@ _CHOICES = {
     "fetch.source": ("auto", "openml", "snapshot"),
     "pretrain.fill": ("zero", "marginal"),
     "pretrain.validation": ("fixed", "fresh"),
-    "pretrain.precision": ("fp32", "bf16"),
+    "pretrain.precision": ("fp32", "bf16", "auto"),
     "pretrain.device": ("auto", "cpu", "cuda"),
 }
 
@@ -252,6 +253,8 @@ def _check_ranges(p: Params) -> None:
                            ("split.val_fraction", p.split.val_fraction)):
         if not 0.0 < frac < 1.0:
             raise ConfigError(f"params.yaml: '{frac_key}' must lie in (0, 1), got {frac}")
+    if not 0.0 <= p.pretrain.min_delta < 1.0:
+        raise ConfigError(f"params.yaml: 'pretrain.min_delta' must lie in [0, 1), got {p.pretrain.min_delta}")
     if any(s <= 0 for s in p.evaluate.shots):
         raise ConfigError(f"params.yaml: 'evaluate.shots' must be positive, got {list(p.evaluate.shots)}")
     if len(set(p.evaluate.shots)) != len(p.evaluate.shots):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from seba.objective import (
     target_neighbours,
 )
 from seba.errors import TrainingDiverged
-from seba.runtime import Throttle, derive_seed, format_seconds, log
+from seba.runtime import Throttle, derive_seed, format_seconds, log, resolve_precision
 
 
 @dataclass
@@ -40,6 +41,7 @@ class PretrainResult:
     best_val_loss: float = math.inf
     seconds: float = 0.0
     masked_columns: int = 0
+    precision: str = "fp32"
 
 
 def build_models(n_features: int, cfg: PretrainConfig, seed: int) -> tuple[Encoder, Projector]:
@@ -87,6 +89,7 @@ def pretrain_encoder(
     on_epoch=None,
 ) -> PretrainResult:
     """Train one SeBA encoder; returns the best (lowest validation objective) weights."""
+    cfg = dataclasses.replace(cfg, precision=resolve_precision(cfg.precision, device))
     run_seed = derive_seed(seed, ratio)
     encoder, projector = build_models(x_train.shape[1], cfg, run_seed)
     encoder.to(device)
@@ -106,6 +109,7 @@ def pretrain_encoder(
         return expand_mask(sample_group_mask(n_groups, k, generator), groups_t).to(device)
 
     val_batches = _batches(len(V), cfg.batch_size, torch.arange(len(V)))
+    val_batches_d = [idx.to(device) for idx in val_batches]
     fixed_val_masks = [[column_mask(val_gen) for _ in range(cfg.validation_draws)] for _ in val_batches]
     fixed_val_perms = [[torch.randperm(len(b), generator=val_gen).to(device) for _ in range(cfg.validation_draws)]
                        for b in val_batches]
@@ -115,8 +119,8 @@ def pretrain_encoder(
         encoder.eval()
         projector.eval()
         total, weight = 0.0, 0
-        for i, idx in enumerate(val_batches):
-            xb = V[idx.to(device)]
+        for i, idx in enumerate(val_batches_d):
+            xb = V[idx]
             if cfg.validation == "fixed":
                 draws = zip(fixed_val_masks[i], fixed_val_perms[i])
             else:
@@ -128,24 +132,34 @@ def pretrain_encoder(
         projector.train()
         return total / max(weight, 1)
 
-    result = PretrainResult(encoder_state={}, masked_columns=k)
+    result = PretrainResult(encoder_state={}, masked_columns=k, precision=cfg.precision)
     best_state = None
+    reference, reference_epoch = math.inf, 0  # patience counts from the last significant improvement
     throttle = Throttle(cfg.progress_seconds)
     start = time.perf_counter()
     for epoch in range(1, cfg.max_epochs + 1):
+        # The epoch's shuffle, masks and permutations are drawn on the CPU generator (the same
+        # draws on every device) and moved to the device once per epoch, not once per batch.
         order = torch.randperm(len(X), generator=gen)
-        epoch_loss, epoch_rows = 0.0, 0
-        for idx in _batches(len(X), cfg.batch_size, order):
-            xb = X[idx.to(device)]
-            mask = column_mask(gen)
-            perm = torch.randperm(len(idx), generator=gen).to(device) if cfg.fill == "marginal" else None
-            loss = seba_loss(encoder, projector, xb, mask, cfg, perm)
+        batches = _batches(len(X), cfg.batch_size, order)
+        masks, perms = [], []
+        for idx in batches:
+            masks.append(expand_mask(sample_group_mask(n_groups, k, gen), groups_t))
+            perms.append(torch.randperm(len(idx), generator=gen) if cfg.fill == "marginal" else None)
+        order_d = order.to(device)
+        masks_d = torch.stack(masks).to(device)
+        epoch_loss = torch.zeros((), device=device)  # summed on the device: no per-batch sync
+        position = 0
+        for b, idx in enumerate(batches):
+            xb = X[order_d[position:position + len(idx)]]
+            position += len(idx)
+            perm = perms[b].to(device) if perms[b] is not None else None
+            loss = seba_loss(encoder, projector, xb, masks_d[b], cfg, perm)
             optimiser.zero_grad(set_to_none=True)
             loss.backward()
             optimiser.step()
-            epoch_loss += float(loss.detach()) * len(idx)
-            epoch_rows += len(idx)
-        train_loss = epoch_loss / max(epoch_rows, 1)
+            epoch_loss += loss.detach() * len(idx)
+        train_loss = float(epoch_loss) / len(X)
         val_loss = validation_loss() if len(val_batches) else train_loss
         if not (math.isfinite(train_loss) and math.isfinite(val_loss)):
             raise TrainingDiverged(
@@ -157,15 +171,17 @@ def pretrain_encoder(
             result.best_val_loss = val_loss
             result.best_epoch = epoch
             best_state = copy.deepcopy(encoder.state_dict())
+        if val_loss < reference - cfg.min_delta * abs(reference) or not math.isfinite(reference):
+            reference, reference_epoch = val_loss, epoch
         result.stop_epoch = epoch
         if on_epoch is not None:
             on_epoch(epoch, train_loss, val_loss)
-        if epoch - result.best_epoch >= cfg.patience:
+        if epoch - reference_epoch >= cfg.patience:
             break
         if throttle.ready() and epoch > 1:
             elapsed = time.perf_counter() - start
             per_epoch = elapsed / epoch
-            stop_by = min(result.best_epoch + cfg.patience, cfg.max_epochs)
+            stop_by = min(reference_epoch + cfg.patience, cfg.max_epochs)
             log(f"  {label} epoch {epoch:5d}  loss {train_loss:.4f}  val {val_loss:.4f}  "
                 f"best {result.best_val_loss:.4f}@{result.best_epoch}  {format_seconds(elapsed)} elapsed, "
                 f"stops by epoch {stop_by} if no improvement (~{format_seconds((stop_by - epoch) * per_epoch)} left)")

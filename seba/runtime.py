@@ -46,6 +46,27 @@ def select_device(name: str = "auto"):
     return torch.device(name)
 
 
+def native_bf16(device) -> bool:
+    """Whether ``device`` multiplies bf16 natively: CUDA with bf16 support, or an x86 CPU with
+    AVX512-BF16 / AMX-BF16 (elsewhere bf16 is emulated and slower than fp32)."""
+    import torch
+
+    if device.type == "cuda":
+        return bool(torch.cuda.is_bf16_supported())
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return " avx512_bf16" in flags or " amx_bf16" in flags
+
+
+def resolve_precision(name: str, device) -> str:
+    """``pretrain.precision``: auto -> bf16 where the device has native bf16, else fp32."""
+    if name == "auto":
+        return "bf16" if native_bf16(device) else "fp32"
+    return name
+
+
 def configure_threads(threads: int) -> int:
     import torch
 

@@ -10,7 +10,7 @@ from seba.cli import run_stage
 from seba.config import load_params, ratio_tag
 from seba.data import EncodedTable, load_split, scale
 from seba.pretrain import pretrain_encoder
-from seba.runtime import atomic_path, configure_threads, format_seconds, log, repo_root, select_device, write_json
+from seba.runtime import resolve_precision, atomic_path, configure_threads, format_seconds, log, repo_root, select_device, write_json
 from seba.tracking import Tracker
 
 
@@ -33,6 +33,7 @@ def main() -> None:
                     "encoder_out": cfg.encoder_out, "encoder_out_relu": cfg.encoder_out_relu}
     tracked = {"dataset": args.dataset, "ratio": args.ratio, "seeds": list(params.seeds),
                "device": str(device), "threads": threads,
+               "precision_used": resolve_precision(cfg.precision, device),
                "pretrain": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "ratios"}}
     training_log = {"dataset": args.dataset, "ratio": args.ratio, "device": str(device), "seeds": {}}
     stage_start = time.perf_counter()
@@ -43,7 +44,7 @@ def main() -> None:
             X = scale(table, split.train)
             label = f"[pretrain {args.dataset} r={args.ratio:g} seed {seed} ({i}/{len(params.seeds)})]"
             log(f"{label} {len(split.train)} train / {len(split.val)} val rows, {X.shape[1]} columns, "
-                f"{table.n_groups} groups, on {device}")
+                f"{table.n_groups} groups, on {device} ({resolve_precision(cfg.precision, device)})")
             child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed})
             result = pretrain_encoder(X[split.train], X[split.val], table.groups, args.ratio, seed, cfg,
                                       device, label=label)
@@ -54,6 +55,7 @@ def main() -> None:
             summary = {"best_epoch": result.best_epoch, "stop_epoch": result.stop_epoch,
                        "best_val_loss": result.best_val_loss, "seconds": round(result.seconds, 3),
                        "masked_columns": result.masked_columns}
+            training_log["precision"] = result.precision
             training_log["seeds"][str(seed)] = {**summary, "train_loss": result.train_loss,
                                                 "val_loss": result.val_loss}
             tracker.log_series({"train_loss": list(enumerate(result.train_loss, start=1)),

@@ -55,3 +55,19 @@ def test_batches_keep_the_partial_batch_but_never_a_single_row():
     assert [len(b) for b in _batches(10, 4, order)] == [4, 4, 2]
     assert [len(b) for b in _batches(9, 4, order[:9])] == [4, 5]
     assert torch.equal(torch.cat(_batches(9, 4, order[:9])), order[:9])
+
+
+def test_min_delta_stops_on_insignificant_improvements_but_keeps_the_best_weights():
+    X, groups = toy_table()
+    plain = pretrain_encoder(X[:250], X[250:], groups, 0.3, seed=4, cfg=small_cfg(max_epochs=40, patience=3),
+                             device=torch.device("cpu"))
+    strict = pretrain_encoder(X[:250], X[250:], groups, 0.3, seed=4,
+                              cfg=small_cfg(max_epochs=40, patience=3, min_delta=0.5),
+                              device=torch.device("cpu"))
+    # No epoch improves the validation objective by half, so patience runs out after epoch 1 ...
+    assert strict.stop_epoch == 1 + 3
+    # ... along the same path as without the threshold, and the lowest epoch is still restored.
+    assert strict.val_loss == plain.val_loss[:4]
+    assert strict.best_val_loss == min(strict.val_loss)
+    assert strict.val_loss[strict.best_epoch - 1] == strict.best_val_loss
+    assert plain.stop_epoch >= strict.stop_epoch

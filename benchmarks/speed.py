@@ -1,0 +1,185 @@
+"""Speed figures for this machine, all measured in one run (not part of the test suite).
+
+Usage (repository root): python benchmarks/speed.py [--tables karhunen,income] [--skip-dvc]
+
+Prints:
+1. the plain matrix-multiply peak (fp32 and bf16) of this machine: the baseline;
+2. one SeBA training step (encoder + projector + InfoNCE + backward + Adam) on a 1024-row batch
+   with each table's real width: ms per step, rows per second, achieved GFLOP/s and the share of
+   the matmul peak, fp32 and bf16 autocast;
+3. few-shot evaluation of one seed of karhunen from encoded test features to accuracies:
+   100 episodes x 3 shots x (5 ratio members + ensemble), with the default evaluate params;
+4. with a pipeline run present, the no-op `dvc repro` time (run twice, best taken) and the
+   per-stage times read from MLflow (benchmarks/stage_times.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from seba.config import load_params  # noqa: E402
+from seba.data import encode_table, load_snapshot, make_split, scale  # noqa: E402
+from seba.evaluate import ENSEMBLE, evaluate_members, summarise  # noqa: E402
+from seba.objective import expand_mask, masked_group_count, sample_group_mask  # noqa: E402
+from seba.pretrain import build_models, encode, pretrain_encoder, seba_loss  # noqa: E402
+
+
+def timed(fn, repeats: int, warmup: int = 2) -> float:
+    """Median seconds of ``fn()`` over ``repeats`` calls after ``warmup`` calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def matmul_peak(dtype: torch.dtype, n: int = 2048) -> float:
+    a = torch.randn(n, n).to(dtype)
+    b = torch.randn(n, n).to(dtype)
+    seconds = timed(lambda: a @ b, repeats=10)
+    return 2 * n ** 3 / seconds / 1e9
+
+
+def step_flops(batch: int, d: int, cfg) -> float:
+    """Multiply-add FLOPs of one training step: every Linear costs 2*B*in*out forward and twice
+    that backward (input and weight gradients); the [B, B] similarity matrix likewise. The first
+    layer's input gradient is not needed, which is ignored (it is small)."""
+    linears = [(d, cfg.encoder_hidden), (cfg.encoder_hidden, cfg.encoder_out),
+               (cfg.encoder_out + (d if cfg.conditioned else 0), cfg.projector_hidden),
+               (cfg.projector_hidden, cfg.projector_out)]
+    forward = sum(2 * batch * i * o for i, o in linears) + 2 * batch * batch * cfg.projector_out
+    return 3 * forward
+
+
+def load_table(name: str, params):
+    frame, _ = load_snapshot(params.sources[name].openml_id, ROOT / "data" / "snapshot")
+    table = encode_table(frame)
+    split = make_split(table.y, 0, params.split.test_fraction, params.split.val_fraction)
+    return table, split
+
+
+def step_benchmark(name: str, params, peaks: dict) -> None:
+    table, split = load_table(name, params)
+    X = torch.as_tensor(scale(table, split.train)[split.train], dtype=torch.float32)
+    d = X.shape[1]
+    batch = min(1024, len(X))
+    xb = X[:batch]
+    groups = torch.as_tensor(table.groups, dtype=torch.long)
+    n_groups = int(table.groups.max()) + 1
+    gen = torch.Generator().manual_seed(0)
+    k = masked_group_count(n_groups, 0.3, 1)
+    for precision in ("fp32", "bf16"):
+        cfg = params.pretrain.__class__(**{**vars(params.pretrain), "precision": precision})
+        encoder, projector = build_models(d, cfg, 0)
+        optimiser = torch.optim.Adam(list(encoder.parameters()) + list(projector.parameters()), lr=cfg.lr)
+
+        def step():
+            mask = expand_mask(sample_group_mask(n_groups, k, gen), groups)
+            loss = seba_loss(encoder, projector, xb, mask, cfg)
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
+
+        seconds = timed(step, repeats=20, warmup=3)
+        gflops = step_flops(batch, d, cfg) / seconds / 1e9
+        peak = peaks[precision]
+        print(f"  {name:9s} D={d:4d} B={batch:4d} {precision}: {seconds * 1e3:7.1f} ms/step  "
+              f"{batch / seconds:8.0f} rows/s  {gflops:6.1f} GFLOP/s  = {100 * gflops / peak:5.1f} % of "
+              f"{precision} matmul peak ({100 * gflops / peaks['fp32']:5.1f} % of fp32 peak)")
+
+
+def evaluation_benchmark(params) -> None:
+    table, split = load_table("karhunen", params)
+    x_all = scale(table, split.train)
+    ratios = list(params.pretrain.ratios)
+    # Real encoders, briefly trained (the probe's work depends on how separable the features are;
+    # 30 epochs give features close to the final ones' separability on karhunen).
+    cfg = params.pretrain.__class__(**{**vars(params.pretrain), "max_epochs": 30, "progress_seconds": 1e9})
+    features = []
+    for ratio in ratios:
+        result = pretrain_encoder(x_all[split.train], x_all[split.val], table.groups, ratio, 0, cfg,
+                                  torch.device("cpu"))
+        model_config = {"in_features": x_all.shape[1], "encoder_hidden": cfg.encoder_hidden,
+                        "encoder_out": cfg.encoder_out, "encoder_out_relu": cfg.encoder_out_relu}
+        features.append(encode(result.encoder_state, model_config, x_all[split.test], torch.device("cpu")))
+    features = torch.stack(features)
+    members = [f"r{r}" for r in ratios]
+    y_test = table.y[split.test]
+    timings = []
+    for _ in range(3):
+        start = time.perf_counter()
+        episodes = evaluate_members(features, members, y_test, len(table.classes), 0, params.evaluate, "karhunen")
+        timings.append(time.perf_counter() - start)
+    summary = summarise(episodes)
+    ens = summary[summary["member"] == ENSEMBLE]
+    shots = params.evaluate.shots
+    print(f"  karhunen seed 0: {params.evaluate.episodes} episodes x {len(shots)} shots x "
+          f"({len(ratios)} members + ensemble), test rows {len(y_test)}, features {features.shape[-1]}: "
+          f"median {statistics.median(timings):.2f} s of {len(timings)} runs "
+          f"(released code: 189 s; ratio {189 / statistics.median(timings):.0f}x)")
+    print("  ensemble accuracy (30-epoch encoders): " +
+          ", ".join(f"{r.shot}-shot {r.accuracy:.2f}" for r in ens.itertuples()))
+    iters = episodes[episodes["probe_iterations"] >= 0].groupby("shot")["probe_iterations"].mean()
+    print("  mean probe iterations per shot: " + ", ".join(f"{s}: {v:.0f}" for s, v in iters.items()))
+
+
+def dvc_benchmark() -> None:
+    if not (ROOT / "dvc.lock").exists():
+        print("  no dvc.lock: run `dvc repro` first for the no-op and per-stage figures")
+        return
+    times = []
+    for _ in range(2):
+        start = time.perf_counter()
+        done = subprocess.run(["dvc", "repro"], cwd=ROOT, capture_output=True, text=True)
+        times.append(time.perf_counter() - start)
+        if done.returncode != 0:
+            print("  dvc repro failed:\n" + done.stdout[-2000:] + done.stderr[-2000:])
+            return
+    ran = [line for line in done.stdout.splitlines() if line.startswith("Running stage")]
+    print(f"  no-op dvc repro: {min(times):.2f} s (best of 2; stages run: {len(ran)})")
+    print("  per-stage times of the last pipeline run (MLflow):")
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "stage_times.py")], cwd=ROOT)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tables", default="diabetes,karhunen,income,semeion",
+                        help="tables whose widths the step benchmark uses")
+    parser.add_argument("--skip-dvc", action="store_true", help="leave out the dvc figures")
+    parser.add_argument("--skip-eval", action="store_true", help="leave out the evaluation figure")
+    args = parser.parse_args()
+    params = load_params(ROOT / "params.yaml")
+    torch.manual_seed(0)
+    print(f"machine: {torch.get_num_threads()} torch threads, torch {torch.__version__}, "
+          f"CUDA {'yes' if torch.cuda.is_available() else 'no'}")
+    print("1. matmul peak (2048 x 2048 @ 2048 x 2048)")
+    peaks = {"fp32": matmul_peak(torch.float32), "bf16": matmul_peak(torch.bfloat16)}
+    for name, value in peaks.items():
+        print(f"  {name}: {value:7.1f} GFLOP/s")
+    print("2. one SeBA training step on a 1024-row batch (r = 0.3)")
+    for name in args.tables.split(","):
+        step_benchmark(name.strip(), params, peaks)
+    if not args.skip_eval:
+        print("3. few-shot evaluation from encoded features")
+        evaluation_benchmark(params)
+    if not args.skip_dvc:
+        print("4. pipeline")
+        dvc_benchmark()
+
+
+if __name__ == "__main__":
+    main()
