@@ -21,9 +21,22 @@ from seba.errors import ConfigError
 
 @dataclass(frozen=True)
 class SourceConfig:
-    """Where one dataset comes from."""
+    """Where one dataset comes from: an OpenML id, or a local CSV / parquet file under
+    ``data/local/`` with a named target column."""
 
-    openml_id: int
+    openml_id: int | None = None
+    path: str | None = None  # local table, relative to the repository root, under data/local/
+    target: str | None = None  # the label column of a local table
+    categorical: tuple[str, ...] = ()  # columns to treat as categorical whatever their type
+    max_categories: int = 50  # a categorical with more levels keeps its most frequent ones
+
+    @property
+    def is_local(self) -> bool:
+        return self.path is not None
+
+
+LOCAL_DIR = "data/local"
+LOCAL_SUFFIXES = (".csv", ".parquet")
 
 
 @dataclass(frozen=True)
@@ -186,6 +199,45 @@ def _section(name: str, cls: type, raw: Any) -> Any:
     return cls(**values)
 
 
+def _source(name: str, entry: Any) -> SourceConfig:
+    key = f"sources.{name}"
+    if isinstance(entry, int) and not isinstance(entry, bool):
+        entry = {"openml_id": entry}
+    if not isinstance(entry, dict):
+        raise ConfigError(f"params.yaml: '{key}' must be a mapping like {{openml_id: 37}} or "
+                          f"{{path: {LOCAL_DIR}/mine.csv, target: label}}")
+    allowed = ["openml_id", "path", "target", "categorical", "max_categories"]
+    _reject_unknown(key, entry, allowed)
+    if ("openml_id" in entry) == ("path" in entry):
+        raise ConfigError(f"params.yaml: '{key}' needs exactly one of 'openml_id' (an OpenML dataset) "
+                          f"or 'path' (a local CSV / parquet file)")
+    if "openml_id" in entry:
+        extra = [k for k in entry if k != "openml_id"]
+        if extra:
+            raise ConfigError(f"params.yaml: '{key}.{extra[0]}' applies only to local tables (with 'path')")
+        openml_id = _coerce(f"{key}.openml_id", entry["openml_id"], "int")
+        if openml_id <= 0:
+            raise ConfigError(f"params.yaml: '{key}.openml_id' must be > 0, got {openml_id}")
+        return SourceConfig(openml_id=openml_id)
+    path = _coerce(f"{key}.path", entry["path"], "str")
+    parts = Path(path).parts
+    if Path(path).is_absolute() or ".." in parts or Path(*parts[:2]).as_posix() != LOCAL_DIR or len(parts) < 3:
+        raise ConfigError(f"params.yaml: '{key}.path' must be a file under {LOCAL_DIR}/ (relative to the "
+                          f"repository root, so DVC tracks it), got {path!r}")
+    if Path(path).suffix.lower() not in LOCAL_SUFFIXES:
+        raise ConfigError(f"params.yaml: '{key}.path' must end in {' or '.join(LOCAL_SUFFIXES)}, got {path!r}")
+    if "target" not in entry:
+        raise ConfigError(f"params.yaml: '{key}.target' is missing: name the label column of {path}")
+    target = _coerce(f"{key}.target", entry["target"], "str")
+    categorical = entry.get("categorical", [])
+    if not isinstance(categorical, list) or not all(isinstance(c, str) for c in categorical):
+        raise ConfigError(f"params.yaml: '{key}.categorical' must be a list of column names, got {categorical!r}")
+    max_categories = _coerce(f"{key}.max_categories", entry.get("max_categories", 50), "int")
+    if max_categories < 2:
+        raise ConfigError(f"params.yaml: '{key}.max_categories' must be >= 2, got {max_categories}")
+    return SourceConfig(path=path, target=target, categorical=tuple(categorical), max_categories=max_categories)
+
+
 def parse_params(raw: Any) -> Params:
     """Validate a parsed params.yaml and return typed params (raises ConfigError)."""
     if not isinstance(raw, dict):
@@ -213,17 +265,7 @@ def parse_params(raw: Any) -> Params:
         raise ConfigError("params.yaml: 'sources' must map dataset names to {openml_id: N}")
     sources = {}
     for name, entry in raw_sources.items():
-        if isinstance(entry, int) and not isinstance(entry, bool):
-            entry = {"openml_id": entry}
-        if not isinstance(entry, dict):
-            raise ConfigError(f"params.yaml: 'sources.{name}' must be a mapping like {{openml_id: 37}}")
-        _reject_unknown(f"sources.{name}", entry, ["openml_id"])
-        if "openml_id" not in entry:
-            raise ConfigError(f"params.yaml: 'sources.{name}.openml_id' is missing")
-        openml_id = _coerce(f"sources.{name}.openml_id", entry["openml_id"], "int")
-        if openml_id <= 0:
-            raise ConfigError(f"params.yaml: 'sources.{name}.openml_id' must be > 0")
-        sources[str(name)] = SourceConfig(openml_id=openml_id)
+        sources[str(name)] = _source(str(name), entry)
     for name in datasets:
         if name not in sources:
             raise ConfigError(

@@ -111,12 +111,16 @@ def load_openml(openml_id: int, cache_dir: Path, retries: int) -> tuple[pd.DataF
     return frame.reset_index(drop=True), info
 
 
-def fetch_table(name: str, openml_id: int, source: str, root: Path, retries: int = 1
-                ) -> tuple[pd.DataFrame, dict]:
+def fetch_table(name: str, openml_id: int | None, source: str, root: Path, retries: int = 1,
+                local=None) -> tuple[pd.DataFrame, dict]:
     """Return the raw table of one dataset and a record of where it came from.
 
-    ``source='auto'`` tries OpenML and falls back to the verified offline snapshot.
+    ``source='auto'`` tries OpenML and falls back to the verified offline snapshot; ``local``
+    (a SourceConfig with a path) reads the user's own file instead.
     """
+    if local is not None:
+        frame, info = load_local_table(name, local, root)
+        return _describe(name, frame, info, None)
     snapshot_dir = root / "data" / "snapshot"
     cache_dir = root / "data" / "openml_cache"
     info: dict
@@ -133,6 +137,10 @@ def fetch_table(name: str, openml_id: int, source: str, root: Path, retries: int
             info["openml_error"] = reason
     else:
         frame, info = load_snapshot(openml_id, snapshot_dir)
+    return _describe(name, frame, info, openml_id)
+
+
+def _describe(name: str, frame: pd.DataFrame, info: dict, openml_id: int | None) -> tuple[pd.DataFrame, dict]:
     check_raw_table(name, frame)
     n_cat = sum(isinstance(frame[c].dtype, pd.CategoricalDtype) for c in frame.columns if c != LABEL)
     info.update({
@@ -144,6 +152,86 @@ def fetch_table(name: str, openml_id: int, source: str, root: Path, retries: int
     return frame, info
 
 
+def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]:
+    """A user's CSV / parquet table (``sources.<name>.path``) in the raw table format.
+
+    Column types are inferred: text, boolean and pandas-categorical columns are categorical,
+    numbers numeric; ``categorical`` forces columns to categorical (e.g. integer codes).
+    Rows without a target are dropped; all-missing columns are dropped; a categorical with more
+    than ``max_categories`` levels keeps its ``max_categories - 1`` most frequent ones and puts
+    the rest into one level "other". Every such change is logged and recorded.
+    """
+    path = root / source.path
+    where = f"dataset '{name}' ({source.path})"
+    if not path.is_file():
+        raise DataError(f"{where}: file not found")
+    try:
+        if path.suffix.lower() == ".csv":
+            frame = pd.read_csv(path, encoding="utf-8", low_memory=False)
+        else:
+            frame = pd.read_parquet(path)
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                        f"save the file as UTF-8") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"{where}: cannot be read as {path.suffix.lower()[1:]}: {first}") from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    if len(set(frame.columns)) != len(frame.columns):
+        dup = sorted({c for c in frame.columns if list(frame.columns).count(c) > 1})
+        raise DataError(f"{where}: duplicate column names {dup}")
+    if source.target not in frame.columns:
+        close = [c for c in frame.columns if c.lower() == source.target.lower()]
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise DataError(f"{where}: target column '{source.target}' not found{hint}; "
+                        f"columns: {', '.join(frame.columns[:20])}{' ...' if frame.shape[1] > 20 else ''}")
+    missing_cat = [c for c in source.categorical if c not in frame.columns]
+    if missing_cat:
+        raise DataError(f"{where}: 'categorical' names column(s) not in the file: {missing_cat}")
+    if source.target in source.categorical:
+        raise DataError(f"{where}: the target '{source.target}' is listed in 'categorical'")
+    notes = []
+    unlabeled = int(frame[source.target].isna().sum())
+    if unlabeled:
+        frame = frame[frame[source.target].notna()].reset_index(drop=True)
+        notes.append(f"dropped {unlabeled} rows without a target")
+    if frame[source.target].nunique() < 2:
+        raise DataError(f"{where}: target column '{source.target}' has "
+                        f"{frame[source.target].nunique()} distinct value(s); classification needs at least two")
+    out = {}
+    for column in frame.columns:
+        if column == source.target:
+            continue
+        series = frame[column]
+        if series.isna().all():
+            notes.append(f"dropped all-missing column '{column}'")
+            continue
+        is_cat = (column in source.categorical or isinstance(series.dtype, pd.CategoricalDtype)
+                  or series.dtype == object or series.dtype == bool or pd.api.types.is_string_dtype(series))
+        if not is_cat:
+            out[column] = pd.to_numeric(series, errors="coerce").astype("float64")
+            continue
+        values = series.astype("string").str.strip().astype(object).where(series.notna(), None)
+        counts = pd.Series(values).value_counts()
+        if len(counts) > source.max_categories:
+            keep = set(counts.index[:source.max_categories - 1])
+            values = pd.Series(values).where(pd.Series(values).isin(keep) | pd.Series(values).isna(), "other")
+            notes.append(f"column '{column}' has {len(counts)} levels > max_categories "
+                         f"{source.max_categories}: kept the {len(keep)} most frequent, the rest -> 'other'")
+        out[column] = pd.Series(values, index=frame.index).astype("category")
+    if not out:
+        raise DataError(f"{where}: no feature columns besides the target '{source.target}'")
+    result = pd.DataFrame(out)
+    if LABEL in result.columns:  # a feature called like the label column: rename it
+        result = result.rename(columns={LABEL: f"{LABEL}_feature"})
+        notes.append(f"feature column '{LABEL}' renamed to '{LABEL}_feature'")
+    result[LABEL] = frame[source.target].astype("string").str.strip().astype("category")
+    for note in notes:
+        log(f"[fetch {name}] {note}")
+    return result, {"source": "local", "file": source.path, "sha256": sha256_file(path),
+                    "target": source.target, "notes": notes}
+
+
 def check_raw_table(name: str, frame: pd.DataFrame) -> None:
     if LABEL not in frame.columns:
         raise DataError(f"dataset '{name}': no '{LABEL}' column")
@@ -151,6 +239,10 @@ def check_raw_table(name: str, frame: pd.DataFrame) -> None:
         raise DataError(f"dataset '{name}': no feature columns")
     if frame[LABEL].nunique() < 2:
         raise DataError(f"dataset '{name}': the target has fewer than two classes")
+    counts = frame[LABEL].value_counts()
+    if counts.min() < 3:
+        raise DataError(f"dataset '{name}': class '{counts.idxmin()}' has {int(counts.min())} row(s); a stratified "
+                        f"train / validation / test split needs at least 3 per class")
 
 
 # --------------------------------------------------------------------------- encoding
@@ -199,13 +291,16 @@ def encode_table(frame: pd.DataFrame) -> EncodedTable:
     frame = frame[frame[LABEL].notna()].reset_index(drop=True)
     label = frame[LABEL].astype("category").cat.remove_unused_categories()
     features = [c for c in frame.columns if c != LABEL]
-    blocks, groups, numeric, names = [], [], [], []
-    for index, column in enumerate(features):
+    blocks, groups, numeric, names, kept = [], [], [], [], []
+    for column in features:
         series = frame[column]
+        index = len(kept)  # groups are numbered densely over the columns kept
         if isinstance(series.dtype, pd.CategoricalDtype) or series.dtype == object or series.dtype == bool:
             cat = series.astype("category")
             codes = cat.cat.codes.to_numpy()
             n_cat = len(cat.cat.categories)
+            if n_cat == 0:  # no value at all: nothing to encode
+                continue
             block = np.zeros((len(frame), n_cat), dtype=np.float32)
             present = codes >= 0
             block[np.nonzero(present)[0], codes[present]] = 1.0
@@ -218,12 +313,15 @@ def encode_table(frame: pd.DataFrame) -> EncodedTable:
             groups.append(index)
             numeric.append(True)
             names.append(str(column))
+        kept.append(column)
+    if not kept:
+        raise DataError("no usable feature column (all are empty)")
     return EncodedTable(
         X=np.concatenate(blocks, axis=1),
         y=label.cat.codes.to_numpy().astype(np.int64),
         groups=np.asarray(groups, dtype=np.int64),
         numeric=np.asarray(numeric, dtype=bool),
-        columns=np.asarray([str(c) for c in features]),
+        columns=np.asarray([str(c) for c in kept]),
         encoded_names=np.asarray(names),
         classes=np.asarray([str(c) for c in label.cat.categories]),
     )
@@ -258,10 +356,54 @@ class Split:
     test: np.ndarray
 
 
-def make_split(y: np.ndarray, seed: int, test_fraction: float, val_fraction: float) -> Split:
+def check_split_sizes(y: np.ndarray, test_fraction: float, val_fraction: float, dataset: str = "",
+                      classes=None) -> None:
+    """Raise a ConfigError naming the key when a fraction leaves a part too small to stratify:
+    every part needs at least one row per class (and training at least two rows)."""
+    from seba.errors import ConfigError
+
+    full = np.bincount(y)
+    present = np.flatnonzero(full)
+    counts = full[present]
+    n, n_classes = len(y), len(counts)
+    where = f"dataset '{dataset}'" if dataset else "the dataset"
+    if counts.min() < 3:
+        smallest = present[np.argmin(counts)]
+        name = classes[smallest] if classes is not None else smallest
+        raise DataError(f"{where}: class '{name}' has {int(counts.min())} row(s); a stratified train / "
+                        f"validation / test split needs at least 3 per class")
+    n_test = int(np.ceil(test_fraction * n))
+    if n_test < n_classes or n - n_test < n_classes:
+        raise ConfigError(f"params.yaml: 'split.test_fraction' = {test_fraction} gives {where} a test part of "
+                          f"{n_test} of {n} rows; each part needs at least one row per class ({n_classes})")
+    n_val = int(np.ceil(val_fraction * (n - n_test)))
+    if n_val < n_classes or n - n_test - n_val < max(n_classes, 2):
+        raise ConfigError(f"params.yaml: 'split.val_fraction' = {val_fraction} gives {where} a validation part "
+                          f"of {n_val} of {n - n_test} train rows; each part needs at least one row per class "
+                          f"({n_classes})")
+
+
+def check_shots(y_test: np.ndarray, classes, shots, dataset: str, seed: int) -> None:
+    """Raise a ConfigError when a class's test rows cannot serve the largest shot."""
+    from seba.errors import ConfigError
+
+    counts = np.bincount(y_test, minlength=len(classes))
+    for shot in sorted(shots, reverse=True):
+        short = [c for c in range(len(classes)) if counts[c] < shot]
+        if short:
+            c = min(short, key=lambda k: counts[k])  # the smallest class
+            raise ConfigError(
+                f"params.yaml: 'evaluate.shots' asks for {shot}-shot episodes, but class '{classes[c]}' of "
+                f"dataset '{dataset}' has only {int(counts[c])} test rows (seed {seed}); lower evaluate.shots "
+                f"or raise split.test_fraction")
+
+
+def make_split(y: np.ndarray, seed: int, test_fraction: float, val_fraction: float,
+               dataset: str = "", classes=None) -> Split:
     """Stratified train / validation / test indices for one seed (test first, then val from train)."""
     from sklearn.model_selection import train_test_split
 
+    check_split_sizes(y, test_fraction, val_fraction, dataset, classes)
     index = np.arange(len(y))
     train_val, test = train_test_split(index, test_size=test_fraction, stratify=y, random_state=seed)
     train, val = train_test_split(train_val, test_size=val_fraction, stratify=y[train_val],

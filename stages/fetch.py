@@ -20,14 +20,15 @@ def main() -> None:
     source = params.sources[args.dataset]
     root = repo_root()
     start = time.perf_counter()
-    frame, info = fetch_table(args.dataset, source.openml_id, params.fetch.source, root, params.fetch.retries)
+    frame, info = fetch_table(args.dataset, source.openml_id, params.fetch.source, root, params.fetch.retries,
+                              local=source if source.is_local else None)
     out = root / "data" / "raw"
     with atomic_path(out / f"{args.dataset}.parquet") as tmp:
         frame.to_parquet(tmp)
     write_json(out / f"{args.dataset}.json", info)
     log(f"[fetch {args.dataset}] {info['rows']} rows x {info['features']} features from {info['source']} "
         f"({time.perf_counter() - start:.1f}s)")
-    tracked = {"openml_id": source.openml_id, "fetch.source": params.fetch.source,
+    tracked = {"openml_id": source.openml_id, "path": source.path, "fetch.source": params.fetch.source,
                "source_used": info["source"]}
     with Tracker("fetch", f"fetch {args.dataset}", params=tracked, tags={"dataset": args.dataset},
                  root=root) as tracker:

@@ -8,7 +8,7 @@ import torch
 
 from seba.cli import run_stage
 from seba.config import load_params, ratio_tag
-from seba.data import EncodedTable, load_split, scale
+from seba.data import check_shots, EncodedTable, load_split, scale
 from seba.pretrain import pretrain_encoder
 from seba.runtime import resolve_precision, atomic_path, configure_threads, format_seconds, log, repo_root, select_device, write_json
 from seba.tracking import Tracker
@@ -36,6 +36,10 @@ def main() -> None:
                "precision_used": resolve_precision(cfg.precision, device),
                "pretrain": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "ratios"}}
     training_log = {"dataset": args.dataset, "ratio": args.ratio, "device": str(device), "seeds": {}}
+    splits_path = root / "data" / "splits" / f"{args.dataset}.npz"
+    for seed in params.seeds:  # every seed's split exists and can serve the shots: fail before training
+        split = load_split(splits_path, seed)
+        check_shots(table.y[split.test], table.classes, params.evaluate.shots, args.dataset, seed)
     stage_start = time.perf_counter()
     with Tracker("pretrain", f"pretrain {args.dataset} r={args.ratio:g}", params=tracked,
                  tags={"dataset": args.dataset, "ratio": f"{args.ratio:g}"}, root=root) as tracker:

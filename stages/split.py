@@ -6,7 +6,7 @@ import numpy as np
 
 from seba.cli import run_stage
 from seba.config import load_params
-from seba.data import EncodedTable, make_split, save_splits
+from seba.data import EncodedTable, check_shots, make_split, save_splits
 from seba.runtime import log, repo_root
 from seba.tracking import Tracker
 
@@ -18,8 +18,10 @@ def main() -> None:
     params = load_params()
     root = repo_root()
     table = EncodedTable.load(root / "data" / "processed" / f"{args.dataset}.npz")
-    splits = [make_split(table.y, seed, params.split.test_fraction, params.split.val_fraction)
-              for seed in params.seeds]
+    splits = [make_split(table.y, seed, params.split.test_fraction, params.split.val_fraction,
+                         args.dataset, table.classes) for seed in params.seeds]
+    for s in splits:  # fail here, before any pretraining, if a shot cannot be served
+        check_shots(table.y[s.test], table.classes, params.evaluate.shots, args.dataset, s.seed)
     save_splits(root / "data" / "splits" / f"{args.dataset}.npz", splits)
     s = splits[0]
     log(f"[split {args.dataset}] {len(splits)} seeds; train / val / test = {len(s.train)} / {len(s.val)} / "

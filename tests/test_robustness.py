@@ -1,0 +1,362 @@
+"""Bad inputs: every one ends in a clear message that names the problem, a non-zero exit and no
+traceback, before any long work, and outputs computed earlier stay byte-identical.
+
+The stages are run in-process (``runpy``) in a small temporary repository holding diabetes (and
+a user table), with earlier outputs in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import runpy
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+
+from seba.config import PretrainConfig
+from seba.data import EncodedTable, encode_table, load_snapshot, make_split, save_splits, scale
+from seba.errors import TrainingDiverged
+from seba.pretrain import pretrain_encoder
+from seba.validate import main as validate_main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture()
+def repo(tmp_path, monkeypatch):
+    """A temporary repo: dvc.yaml, params.yaml (diabetes only), the diabetes snapshot, diabetes's
+    fetched / processed / split outputs, an earlier metrics file and a user table."""
+    shutil.copy(ROOT / "dvc.yaml", tmp_path / "dvc.yaml")
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["datasets"] = ["diabetes"]
+    params["sources"] = {"diabetes": {"openml_id": 37}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    snap = tmp_path / "data" / "snapshot"
+    snap.mkdir(parents=True)
+    for name in ("manifest.json", "diabetes.parquet"):
+        shutil.copy(ROOT / "data" / "snapshot" / name, snap / name)
+    frame, _ = load_snapshot(37, ROOT / "data" / "snapshot")
+    (tmp_path / "data" / "raw").mkdir()
+    frame.to_parquet(tmp_path / "data" / "raw" / "diabetes.parquet")
+    table = encode_table(frame)
+    (tmp_path / "data" / "processed").mkdir()
+    table.save(tmp_path / "data" / "processed" / "diabetes.npz")
+    (tmp_path / "data" / "splits").mkdir()
+    save_splits(tmp_path / "data" / "splits" / "diabetes.npz", [make_split(table.y, 0, 1 / 6, 0.1)])
+    (tmp_path / "reports" / "metrics").mkdir(parents=True)
+    (tmp_path / "reports" / "metrics" / "diabetes.json").write_text('{"1shot_ensemble": 61.0}')
+    local = tmp_path / "data" / "local"
+    local.mkdir()
+    rng = np.random.default_rng(0)
+    n = 120
+    pd.DataFrame({
+        "age": rng.normal(40, 10, n).round(1),
+        "city": rng.choice(["north", "south", "east"], n),
+        "label": rng.choice(["yes", "no"], n),
+    }).to_csv(local / "good.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    return tmp_path
+
+
+def prior_outputs(repo: Path) -> dict[str, str]:
+    return {str(p.relative_to(repo)): _digest(p)
+            for p in sorted((repo / "data").rglob("*")) if p.is_file() and "local" not in p.parts} | {
+        "reports/metrics/diabetes.json": _digest(repo / "reports" / "metrics" / "diabetes.json")}
+
+
+def edit_params(repo: Path, edit) -> None:
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    edit(params)
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+def run_stage_script(stage: str, args: list[str], monkeypatch, capsys) -> tuple[int, str]:
+    monkeypatch.setattr(sys, "argv", [f"stages/{stage}.py", *args])
+    code = 0
+    try:
+        runpy.run_path(str(ROOT / "stages" / f"{stage}.py"), run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+    captured = capsys.readouterr()
+    return code, captured.err + captured.out
+
+
+def set_key(dotted: str, value):
+    def edit(params):
+        node = params
+        *parents, last = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+    return edit
+
+
+def delete_key(dotted: str):
+    def edit(params):
+        node = params
+        *parents, last = dotted.split(".")
+        for key in parents:
+            node = node[key]
+        del node[last]
+    return edit
+
+
+def rename_key(dotted: str, new: str):
+    def edit(params):
+        node = params
+        *parents, last = dotted.split(".")
+        for key in parents:
+            node = node[key]
+        node[new] = node.pop(last)
+    return edit
+
+
+def add_dataset(name: str, source):
+    def edit(params):
+        params["datasets"].append(name)
+        params["sources"][name] = source
+    return edit
+
+
+# (case id, params edit, fragments the message must contain)
+PARAMS_CASES = [
+    ("unknown key, near miss", rename_key("pretrain.patience", "patiense"),
+     ["pretrain.patiense", "did you mean 'patience'"]),
+    ("unknown top-level section", rename_key("evaluate", "evaluat"), ["'evaluat'", "did you mean 'evaluate'"]),
+    ("wrong type", set_key("pretrain.lr", "fast"), ["'pretrain.lr' must be a number", "'fast'"]),
+    ("bool for an int", set_key("pretrain.batch_size", True), ["'pretrain.batch_size' must be an integer"]),
+    ("ratio above 1", set_key("pretrain.ratios", [0.1, 1.5]), ["'pretrain.ratios'", "(0, 1)", "1.5"]),
+    ("ratio zero", set_key("pretrain.ratios", [0.0, 0.2]), ["'pretrain.ratios'", "(0, 1)"]),
+    ("empty ratios", set_key("pretrain.ratios", []), ["'pretrain.ratios' must be a non-empty list"]),
+    ("empty seeds", set_key("seeds", []), ["'seeds' must be a non-empty list"]),
+    ("empty datasets", set_key("datasets", []), ["'datasets' must be a non-empty list"]),
+    ("duplicate ratios", set_key("pretrain.ratios", [0.1, 0.2, 0.1]), ["'pretrain.ratios' has duplicates"]),
+    ("zero epochs", set_key("pretrain.max_epochs", 0), ["'pretrain.max_epochs' must be > 0"]),
+    ("negative batch size", set_key("pretrain.batch_size", -5), ["'pretrain.batch_size' must be > 0"]),
+    ("zero episodes", set_key("evaluate.episodes", 0), ["'evaluate.episodes' must be > 0"]),
+    ("zero patience", set_key("pretrain.patience", 0), ["'pretrain.patience' must be > 0"]),
+    ("negative seed", set_key("seeds", [-1]), ["'seeds' must be >= 0"]),
+    ("unknown imputation", set_key("pretrain.fill", "mean"), ["'pretrain.fill'", "allowed: zero, marginal"]),
+    ("unknown device", set_key("pretrain.device", "tpu"), ["'pretrain.device'", "allowed: auto, cpu, cuda"]),
+    ("unknown precision", set_key("pretrain.precision", "fp16"), ["'pretrain.precision'", "fp32, bf16, auto"]),
+    ("min_delta out of range", set_key("pretrain.min_delta", 2), ["'pretrain.min_delta'", "[0, 1)"]),
+    ("shot larger than a class", set_key("evaluate.shots", [1, 5, 200]),
+     ["'evaluate.shots'", "200-shot", "class 'tested_positive'", "dataset 'diabetes'", "test rows"]),
+    ("test fraction leaves test empty", set_key("split.test_fraction", 0.001),
+     ["'split.test_fraction' = 0.001", "dataset 'diabetes'", "test part of 1 of 768"]),
+    ("validation fraction leaves it empty", set_key("split.val_fraction", 0.0001),
+     ["'split.val_fraction' = 0.0001", "validation part"]),
+    ("dataset without a source", set_key("datasets", ["diabetes", "nosuch"]),
+     ["dataset 'nosuch'", "no entry in 'sources'"]),
+    ("source with id and path", set_key("sources.diabetes", {"openml_id": 37, "path": "data/local/x.csv"}),
+     ["'sources.diabetes'", "exactly one of"]),
+    ("local path outside data/local", add_dataset("mine", {"path": "/etc/passwd.csv", "target": "y"}),
+     ["'sources.mine.path'", "under data/local/"]),
+    ("local table without target", add_dataset("mine", {"path": "data/local/good.csv"}),
+     ["'sources.mine.target' is missing"]),
+    ("local table of unknown format", add_dataset("mine", {"path": "data/local/good.xlsx", "target": "label"}),
+     ["'sources.mine.path' must end in .csv or .parquet"]),
+    ("non-integer OpenML id", set_key("sources.diabetes", {"openml_id": "37a"}),
+     ["'sources.diabetes.openml_id' must be an integer"]),
+]
+
+
+@pytest.mark.parametrize("case, edit, fragments", PARAMS_CASES, ids=[c[0] for c in PARAMS_CASES])
+def test_bad_params_fail_fast_with_the_key_and_touch_nothing(repo, monkeypatch, capsys, case, edit, fragments):
+    before = prior_outputs(repo)
+    edit_params(repo, edit)
+    # the one-shot validation command ...
+    code = validate_main(["--root", str(repo)])
+    message = capsys.readouterr().err
+    assert code == 2
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+    # ... and the stage itself, before any work: same message, exit 2, no traceback
+    code, output = run_stage_script("split", ["--dataset", "diabetes"], monkeypatch, capsys)
+    assert code == 2
+    assert "Traceback" not in output
+    for fragment in fragments:
+        assert fragment in output, (fragment, output)
+    assert prior_outputs(repo) == before
+
+
+def test_invalid_yaml_is_reported_without_traceback(repo, monkeypatch, capsys):
+    before = prior_outputs(repo)
+    (repo / "params.yaml").write_text("seeds: [0\ndatasets: diabetes\n")
+    code, output = run_stage_script("split", ["--dataset", "diabetes"], monkeypatch, capsys)
+    assert code == 2 and "is not valid YAML" in output and "Traceback" not in output
+    assert prior_outputs(repo) == before
+
+
+def test_valid_params_pass_validation(repo, capsys):
+    assert validate_main(["--root", str(repo)]) == 0
+    assert "diabetes: 768 rows, 2 classes" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- your own table
+
+
+def write_local(repo: Path, name: str, content: bytes | pd.DataFrame) -> None:
+    path = repo / "data" / "local" / name
+    if isinstance(content, pd.DataFrame):
+        content.to_csv(path, index=False)
+    else:
+        path.write_bytes(content)
+
+
+LOCAL_CASES = [
+    ("missing file", None, {"path": "data/local/absent.csv", "target": "label"},
+     ["dataset 'mine' (data/local/absent.csv): file not found"]),
+    ("missing target column", None, {"path": "data/local/good.csv", "target": "Label "},
+     ["target column 'Label ' not found", "columns: age, city, label"]),
+    ("single-class target", pd.DataFrame({"a": range(30), "label": ["x"] * 30}),
+     {"path": "data/local/bad.csv", "target": "label"}, ["target column 'label' has 1 distinct value"]),
+    ("non-UTF-8 csv", "a,label\n1,caf\xe9\n2,b\n".encode("latin-1"),
+     {"path": "data/local/bad.csv", "target": "label"}, ["not UTF-8", "save the file as UTF-8"]),
+    ("malformed csv", b"a,b,label\n1,2,x\n3,4,5,6,y\n7,8,z\n",
+     {"path": "data/local/bad.csv", "target": "label"}, ["cannot be read as csv", "Expected 3 fields"]),
+    ("empty csv", b"", {"path": "data/local/bad.csv", "target": "label"}, ["cannot be read as csv"]),
+    ("class with too few rows", pd.DataFrame({"a": range(40), "label": ["x"] * 20 + ["y"] * 18 + ["z"] * 2}),
+     {"path": "data/local/bad.csv", "target": "label"}, ["class 'z' has 2 row(s)", "at least 3 per class"]),
+    ("class too small for the shot", pd.DataFrame({"a": range(60), "label": ["x"] * 30 + ["y"] * 24 + ["z"] * 6}),
+     {"path": "data/local/bad.csv", "target": "label"}, ["10-shot", "class 'z' of dataset 'mine'"]),
+    ("categorical override names no column", None,
+     {"path": "data/local/good.csv", "target": "label", "categorical": ["town"]}, ["'categorical'", "town"]),
+    ("only the target", pd.DataFrame({"label": ["x", "y"] * 10}), {"path": "data/local/bad.csv", "target": "label"},
+     ["no feature columns"]),
+]
+
+
+@pytest.mark.parametrize("case, content, source, fragments", LOCAL_CASES, ids=[c[0] for c in LOCAL_CASES])
+def test_bad_local_tables_are_named_and_touch_nothing(repo, monkeypatch, capsys, case, content, source, fragments):
+    if content is not None:
+        write_local(repo, "bad.csv", content)
+    before = prior_outputs(repo)
+    edit_params(repo, add_dataset("mine", source))
+    code = validate_main(["--root", str(repo)])
+    message = capsys.readouterr().err
+    assert code == 2
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+    if case != "class too small for the shot":  # fetch does not know about shots; split does
+        code, output = run_stage_script("fetch", ["--dataset", "mine"], monkeypatch, capsys)
+        assert code == 2 and "Traceback" not in output
+        for fragment in fragments:
+            assert fragment in output, (fragment, output)
+    assert prior_outputs(repo) == before
+    assert not (repo / "data" / "raw" / "mine.parquet").exists() or case == "class too small for the shot"
+
+
+def test_an_awkward_local_table_is_read_and_encoded(repo, monkeypatch, capsys):
+    rng = np.random.default_rng(1)
+    n = 90
+    frame = pd.DataFrame({
+        "height": rng.normal(170, 10, n),
+        "code": rng.integers(0, 3, n),  # integer codes, declared categorical below
+        "colour": rng.choice(["red", "green", None], n),
+        "constant": 1.0,
+        "empty": np.nan,
+        "id_like": [f"id{i}" for i in range(n)],  # high cardinality
+        "class": rng.normal(size=n),  # a feature that happens to be called like the label column
+        "target": rng.choice(["a", "b", "c"], n),
+    })
+    frame.loc[::7, "height"] = np.nan
+    frame.loc[5, "target"] = None
+    write_local(repo, "awkward.csv", frame)
+    edit_params(repo, add_dataset("mine", {"path": "data/local/awkward.csv", "target": "target",
+                                           "categorical": ["code"], "max_categories": 10}))
+    code, output = run_stage_script("fetch", ["--dataset", "mine"], monkeypatch, capsys)
+    assert code == 0, output
+    assert "dropped 1 rows without a target" in output
+    assert "dropped all-missing column 'empty'" in output
+    assert "column 'id_like' has 89 levels > max_categories 10" in output
+    raw = pd.read_parquet(repo / "data" / "raw" / "mine.parquet")
+    assert len(raw) == n - 1 and "empty" not in raw.columns and "class_feature" in raw.columns
+    assert raw["id_like"].nunique() == 10 and "other" in set(raw["id_like"])
+    table = encode_table(raw)
+    assert list(table.columns) == ["height", "code", "colour", "constant", "id_like", "class_feature"]
+    assert sorted(set(table.groups)) == list(range(6))  # dense groups, one per kept column
+    assert table.numeric.sum() == 3  # height, constant, class_feature
+    assert table.X[:, table.groups == 1].shape[1] == 3  # the integer codes became a one-hot block
+    colour = table.X[:, table.groups == 2]
+    assert colour.shape[1] == 2 and (colour.sum(1) == 0).any()  # missing colour: all-zero block
+    split = make_split(table.y, 0, 1 / 6, 0.1)
+    X = scale(table, split.train)
+    assert np.isfinite(X).all()
+    assert np.allclose(X[:, table.groups == 3], 0.0)  # constant: centred, not divided
+
+
+# ----------------------------------------------------------------------------- run-time faults
+
+
+def test_non_finite_loss_names_dataset_ratio_seed_and_epoch():
+    X = np.random.default_rng(0).normal(size=(80, 6)).astype(np.float32)
+    X[3, 2] = np.inf
+    cfg = PretrainConfig(encoder_hidden=16, encoder_out=8, projector_hidden=16, projector_out=8,
+                         batch_size=32, max_epochs=3, patience=2, progress_seconds=1e9)
+    with pytest.raises(TrainingDiverged, match=r"\[pretrain diabetes r=0.3 seed 4 \(1/1\)\]: loss is not finite "
+                                               r"at epoch 1"):
+        pretrain_encoder(X[:60], X[60:], np.arange(6), 0.3, 4, cfg, torch.device("cpu"),
+                         label="[pretrain diabetes r=0.3 seed 4 (1/1)]")
+
+
+def test_a_stage_killed_mid_write_leaves_the_earlier_output(repo):
+    """atomic_path writes to a temporary name and renames: an exception (or a kill) before the
+    rename leaves the earlier file as it was and no temporary behind."""
+    from seba.runtime import atomic_path
+
+    target = repo / "reports" / "metrics" / "diabetes.json"
+    before = _digest(target)
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_path(target) as tmp:
+            tmp.write_text('{"half": ')
+            raise KeyboardInterrupt
+    assert _digest(target) == before
+    assert sorted(p.name for p in target.parent.iterdir()) == ["diabetes.json"]
+
+
+# ----------------------------------------------------------------------------- determinism
+
+
+def test_same_seed_gives_bit_identical_splits_episodes_and_accuracies():
+    from seba.config import EvaluateConfig
+    from seba.evaluate import evaluate_members
+    from seba.pretrain import encode
+
+    frame, _ = load_snapshot(37, ROOT / "data" / "snapshot")
+    table = encode_table(frame)
+    cfg = PretrainConfig(encoder_hidden=64, encoder_out=32, projector_hidden=64, projector_out=32,
+                         max_epochs=3, patience=2, progress_seconds=1e9)
+    eval_cfg = EvaluateConfig(episodes=5)
+
+    def run(seed):
+        split = make_split(table.y, seed, 1 / 6, 0.1)
+        X = scale(table, split.train)
+        feats = []
+        for ratio in (0.2, 0.5):
+            result = pretrain_encoder(X[split.train], X[split.val], table.groups, ratio, seed, cfg, torch.device("cpu"))
+            feats.append(encode(result.encoder_state, {"in_features": X.shape[1], "encoder_hidden": 64,
+                                                       "encoder_out": 32, "encoder_out_relu": True},
+                                X[split.test], torch.device("cpu")))
+        episodes = evaluate_members(torch.stack(feats), ["r0.2", "r0.5"], table.y[split.test],
+                                    len(table.classes), seed, eval_cfg, "diabetes")
+        return split, episodes
+
+    split_a, episodes_a = run(3)
+    split_b, episodes_b = run(3)
+    split_c, _ = run(4)
+    for part in ("train", "val", "test"):
+        assert np.array_equal(getattr(split_a, part), getattr(split_b, part))
+    pd.testing.assert_frame_equal(episodes_a, episodes_b, check_exact=True)
+    assert not np.array_equal(split_a.test, split_c.test)
