@@ -87,6 +87,27 @@ class EvaluateConfig:
 
 
 @dataclass(frozen=True)
+class KnnConfig:
+    k: int = 5  # neighbours for 5- and 10-shot (capped at the support size); 1-shot always uses k = 1
+
+
+@dataclass(frozen=True)
+class LogregConfig:
+    C: float = 1.0  # inverse L2 strength (scikit-learn's default)
+    max_iter: int = 1000
+
+
+BASELINE_SECTIONS = {"knn": KnnConfig, "logreg": LogregConfig}
+
+
+@dataclass(frozen=True)
+class BaselinesConfig:
+    methods: tuple[str, ...] = ()  # which baselines run (each is one DVC stage per dataset)
+    knn: KnnConfig = field(default_factory=KnnConfig)
+    logreg: LogregConfig = field(default_factory=LogregConfig)
+
+
+@dataclass(frozen=True)
 class Params:
     seeds: tuple[int, ...]
     datasets: tuple[str, ...]
@@ -95,6 +116,7 @@ class Params:
     split: SplitConfig = field(default_factory=SplitConfig)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     evaluate: EvaluateConfig = field(default_factory=EvaluateConfig)
+    baselines: BaselinesConfig = field(default_factory=BaselinesConfig)
 
 
 _CHOICES = {
@@ -123,6 +145,9 @@ _POSITIVE = {
     "evaluate.probe_lr",
     "evaluate.probe_max_iters",
     "evaluate.probe_patience",
+    "baselines.knn.k",
+    "baselines.logreg.C",
+    "baselines.logreg.max_iter",
 }
 
 
@@ -199,6 +224,28 @@ def _section(name: str, cls: type, raw: Any) -> Any:
     return cls(**values)
 
 
+def _baselines(raw: Any) -> BaselinesConfig:
+    if raw is None:
+        return BaselinesConfig()
+    if not isinstance(raw, dict):
+        raise ConfigError("params.yaml: 'baselines' must be a mapping (methods: [...], one section per method)")
+    allowed = ["methods", *BASELINE_SECTIONS]
+    _reject_unknown("baselines", raw, allowed)
+    methods = raw.get("methods", [])
+    if not isinstance(methods, list) or not all(isinstance(m, str) for m in methods):
+        raise ConfigError(f"params.yaml: 'baselines.methods' must be a list of method names, got {methods!r}")
+    for method in methods:
+        if method not in BASELINE_SECTIONS:
+            close = difflib.get_close_matches(method, list(BASELINE_SECTIONS), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ConfigError(f"params.yaml: 'baselines.methods' has unknown method '{method}'{hint}; "
+                              f"allowed: {', '.join(BASELINE_SECTIONS)}")
+    if len(set(methods)) != len(methods):
+        raise ConfigError(f"params.yaml: 'baselines.methods' has duplicates: {methods}")
+    sections = {name: _section(f"baselines.{name}", cls, raw.get(name)) for name, cls in BASELINE_SECTIONS.items()}
+    return BaselinesConfig(methods=tuple(methods), **sections)
+
+
 def _source(name: str, entry: Any) -> SourceConfig:
     key = f"sources.{name}"
     if isinstance(entry, int) and not isinstance(entry, bool):
@@ -242,7 +289,7 @@ def parse_params(raw: Any) -> Params:
     """Validate a parsed params.yaml and return typed params (raises ConfigError)."""
     if not isinstance(raw, dict):
         raise ConfigError("params.yaml must be a mapping at the top level")
-    top = ["seeds", "datasets", "sources", "fetch", "split", "pretrain", "evaluate"]
+    top = ["seeds", "datasets", "sources", "fetch", "split", "pretrain", "evaluate", "baselines"]
     _reject_unknown("", raw, top)
     for key in ("seeds", "datasets", "sources"):
         if key not in raw:
@@ -280,6 +327,7 @@ def parse_params(raw: Any) -> Params:
         split=_section("split", SplitConfig, raw.get("split")),
         pretrain=_section("pretrain", PretrainConfig, raw.get("pretrain")),
         evaluate=_section("evaluate", EvaluateConfig, raw.get("evaluate")),
+        baselines=_baselines(raw.get("baselines")),
     )
     _check_ranges(params)
     return params

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pandas as pd
 import torch
@@ -12,6 +14,11 @@ from seba.episodes import sample_episodes
 from seba.runtime import derive_seed
 
 ENSEMBLE = "ensemble"
+
+
+def support_hash(support_row: np.ndarray) -> str:
+    """A short fingerprint of one episode's support positions: baselines are checked against it."""
+    return hashlib.sha1(np.ascontiguousarray(support_row, dtype=np.int64).tobytes()).hexdigest()[:12]
 
 
 def episode_scores(predictions: torch.Tensor, y_test: torch.Tensor, query: torch.Tensor,
@@ -58,12 +65,14 @@ def evaluate_members(features: torch.Tensor, member_names: list[str], y_test: np
             accuracy, balanced = episode_scores(predictions, y, query, n_classes)
         names = list(member_names) + [ENSEMBLE]
         iters = torch.cat([iterations.cpu(), torch.full((1, cfg.episodes), -1)]).numpy()
+        hashes = [support_hash(row) for row in episodes.support]
         for k, name in enumerate(names):
             frames.append(pd.DataFrame({
                 "seed": seed, "shot": shot, "episode": np.arange(cfg.episodes), "member": name,
                 "accuracy": 100.0 * accuracy[k].cpu().numpy(),
                 "balanced_accuracy": 100.0 * balanced[k].cpu().numpy(),
                 "probe_iterations": iters[k],
+                "support_hash": hashes,
             }))
     return pd.concat(frames, ignore_index=True)
 

@@ -120,3 +120,104 @@ def figure(table: pd.DataFrame, path: Path) -> None:
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
+
+
+# --------------------------------------------------------------------------- baselines
+
+
+def check_same_episodes(seba: pd.DataFrame, other: pd.DataFrame, method: str, dataset: str) -> None:
+    """Every baseline must have been scored on SeBA's support sets: compare the fingerprints."""
+    from seba.errors import DataError
+
+    keys = ["seed", "shot", "episode"]
+    if "support_hash" not in seba.columns or "support_hash" not in other.columns:
+        raise DataError(f"dataset '{dataset}': episode files without support fingerprints (written by an older "
+                        f"version); rerun evaluate and baseline@{method}-{dataset}")
+    ours = seba[seba["member"] == ENSEMBLE][keys + ["support_hash"]]
+    theirs = other[keys + ["support_hash"]]
+    joined = theirs.merge(ours, on=keys, how="left", suffixes=("", "_seba"))
+    bad = joined[joined["support_hash"] != joined["support_hash_seba"]]
+    if len(bad):
+        row = bad.iloc[0]
+        raise DataError(f"baseline '{method}' on dataset '{dataset}' was not scored on SeBA's episodes "
+                        f"(seed {row['seed']}, shot {row['shot']}, episode {row['episode']}); rerun it "
+                        f"with the same seeds, shots and episodes")
+
+
+def comparison_table(seba: dict[str, pd.DataFrame], baselines: dict[tuple[str, str], pd.DataFrame],
+                     paper_all: pd.DataFrame, paper_names: dict[str, str | None]) -> pd.DataFrame:
+    """One row per method, dataset and shot: our mean accuracy, the paper's value for that method,
+    and the method's rank among the methods run (1 = best; ties share the mean rank)."""
+    rows = []
+    for dataset, episodes in seba.items():
+        ens = episodes[episodes["member"] == ENSEMBLE]
+        for shot, group in ens.groupby("shot"):
+            rows.append({"method": "SeBA", "dataset": dataset, "shot": shot, "accuracy": group["accuracy"].mean(),
+                         "paper_method": "SeBA"})
+    for (method, dataset), episodes in baselines.items():
+        check_same_episodes(seba[dataset], episodes, method, dataset)
+        for shot, group in episodes.groupby("shot"):
+            rows.append({"method": method, "dataset": dataset, "shot": shot, "accuracy": group["accuracy"].mean(),
+                         "paper_method": paper_names.get(method)})
+    table = pd.DataFrame(rows)
+    paper = paper_all[paper_all["table"] == "main"][["method", "dataset", "shot", "accuracy"]].rename(
+        columns={"method": "paper_method", "accuracy": "paper"})
+    table = table.merge(paper, on=["paper_method", "dataset", "shot"], how="left")
+    table["rank"] = table.groupby(["dataset", "shot"])["accuracy"].rank(ascending=False, method="average")
+    return table.drop(columns="paper_method")
+
+
+def comparison_markdown(table: pd.DataFrame) -> str:
+    """The paper's layout: one table per shot, methods as rows, datasets as columns, the best of
+    ours in bold, the paper's value for the same method in brackets, and the average rank."""
+    datasets = list(dict.fromkeys(table["dataset"]))
+    methods = list(dict.fromkeys(table["method"]))
+    lines = ["# Comparison with baselines (accuracy %, same episodes for every method)", "",
+             "Each cell: ours (paper's value for that method, – where the paper has none). Bold: the best "
+             "of ours per dataset. Rank: mean over datasets of the method's rank among the methods run "
+             "here (1 = best).", ""]
+    for shot, part in table.groupby("shot"):
+        lines += [f"## {shot}-shot", "", "| method | " + " | ".join(datasets) + " | avg rank |",
+                  "|---|" + "---|" * (len(datasets) + 1)]
+        best = part.groupby("dataset")["accuracy"].max()
+        for method in methods:
+            cells = []
+            for dataset in datasets:
+                hit = part[(part["method"] == method) & (part["dataset"] == dataset)]
+                if not len(hit):
+                    cells.append("")
+                    continue
+                acc, pap = float(hit["accuracy"].iloc[0]), hit["paper"].iloc[0]
+                text = f"{acc:.2f}"
+                if np.isclose(acc, best[dataset]):
+                    text = f"**{text}**"
+                cells.append(f"{text} ({pap:.2f})" if np.isfinite(pap) else f"{text} (–)")
+            rank = part[part["method"] == method]["rank"].mean()
+            lines.append(f"| {method} | " + " | ".join(cells) + f" | {rank:.2f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def rank_figure(table: pd.DataFrame, path: Path) -> None:
+    """Box plot of each method's ranks over datasets, one panel per shot (the paper's rank figure)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shots = sorted(table["shot"].unique())
+    methods = list(table.groupby("method")["rank"].mean().sort_values().index)
+    fig, axes = plt.subplots(1, len(shots), figsize=(4.5 * len(shots), 0.5 * len(methods) + 2.2),
+                             squeeze=False, sharey=True)
+    for ax, shot in zip(axes[0], shots):
+        part = table[table["shot"] == shot]
+        data = [part[part["method"] == m]["rank"].to_numpy() for m in methods]
+        ax.boxplot(data, orientation="horizontal", tick_labels=methods)
+        ax.set_title(f"{shot}-shot")
+        ax.set_xlabel("rank over datasets (1 = best)")
+        ax.grid(axis="x", alpha=0.3)
+    fig.suptitle("Ranks of the methods on the same episodes")
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)

@@ -20,6 +20,7 @@ TINY = {
     "datasets": ["diabetes", "cmc"],
     "pretrain": {"ratios": [0.2, 0.5], "max_epochs": 4, "patience": 2},
     "evaluate": {"episodes": 3},
+    "baselines": {"methods": ["knn"]},
 }
 
 
@@ -75,7 +76,8 @@ def test_repro_builds_every_stage_and_the_reports(repo):
     work, env, output = repo
     expected = {"fetch@diabetes", "fetch@cmc", "preprocess@diabetes", "preprocess@cmc", "split@diabetes",
                 "split@cmc", "pretrain@diabetes-0.2", "pretrain@diabetes-0.5", "pretrain@cmc-0.2",
-                "pretrain@cmc-0.5", "evaluate@diabetes", "evaluate@cmc", "aggregate"}
+                "pretrain@cmc-0.5", "evaluate@diabetes", "evaluate@cmc", "baseline@knn-diabetes",
+                "baseline@knn-cmc", "aggregate"}
     assert stages_run(output) == expected
     assert "using the offline snapshot" in output or '"source": "openml"' in (work / "data/raw/cmc.json").read_text()
     for ratio in ("r0.2", "r0.5"):
@@ -95,6 +97,13 @@ def test_repro_builds_every_stage_and_the_reports(repo):
     assert (work / "reports/figures/accuracy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     metrics = run(["dvc", "metrics", "show", "--json"], work, env).stdout
     assert "cmc_5shot_ensemble" in metrics
+    # the baseline ran on SeBA's episodes and is ranked beside it
+    knn = pd.read_csv(work / "reports/episodes/knn/cmc.csv")
+    seba = episodes[episodes["member"] == "ensemble"]
+    assert list(knn["support_hash"]) == list(seba["support_hash"])
+    assert "## 5-shot" in md and "| knn |" in md and "avg rank" in md
+    assert "rank_1shot_knn" in summary
+    assert (work / "reports/figures/ranks.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_mlflow_has_a_run_per_stage_with_seed_children(repo):
@@ -109,7 +118,7 @@ def test_mlflow_has_a_run_per_stage_with_seed_children(repo):
     for r in parents:
         by_stage.setdefault(r.data.tags["stage"], []).append(r)
     assert {k: len(v) for k, v in by_stage.items()} == {
-        "fetch": 2, "preprocess": 2, "split": 2, "pretrain": 4, "evaluate": 2, "aggregate": 1}
+        "fetch": 2, "preprocess": 2, "split": 2, "pretrain": 4, "evaluate": 2, "baseline": 2, "aggregate": 1}
     assert all(r.info.status == "FINISHED" for r in runs)
     pretrain = by_stage["pretrain"][0]
     assert pretrain.data.params["pretrain.lr"] == "0.001"
@@ -132,8 +141,8 @@ def test_only_affected_stages_rerun_after_params_edits(repo):
     dry = lambda: stages_run(run(["dvc", "repro", "--dry"], work, env).stdout)  # noqa: E731
     assert dry() == set()
 
-    set_params(work, {"evaluate": {"episodes": 2}})
-    expected = {"evaluate@diabetes", "evaluate@cmc", "aggregate"}
+    set_params(work, {"evaluate": {"episodes": 2}})  # baselines share SeBA's episodes: they rerun too
+    expected = {"evaluate@diabetes", "evaluate@cmc", "baseline@knn-diabetes", "baseline@knn-cmc", "aggregate"}
     assert dry() == expected
     assert stages_run(run(["dvc", "repro"], work, env).stdout) == expected
     assert dry() == set()
@@ -144,10 +153,18 @@ def test_only_affected_stages_rerun_after_params_edits(repo):
     set_params(work, {"pretrain": {"ratios": [0.2, 0.5]}})
     assert dry() == set()
 
+    # adding a method adds only its stages; one method's hyper-parameter reruns only that method
+    set_params(work, {"baselines": {"methods": ["knn", "logreg"]}})
+    assert dry() == {"baseline@logreg-diabetes", "baseline@logreg-cmc", "aggregate"}
+    set_params(work, {"baselines": {"methods": ["knn"], "knn": {"k": 3}}})
+    assert dry() == {"baseline@knn-diabetes", "baseline@knn-cmc", "aggregate"}
+    set_params(work, {"baselines": {"knn": {"k": 5}}})
+    assert dry() == set()
+
     # `dvc repro --dry` cannot know that changed outputs will change downstream stages: run it
     set_params(work, {"sources": {"cmc": {"openml_id": 20}}})  # another table from the snapshot
     assert stages_run(run(["dvc", "repro"], work, env).stdout) == {"fetch@cmc", "preprocess@cmc", "split@cmc", "pretrain@cmc-0.2", "pretrain@cmc-0.5",
-                     "evaluate@cmc", "aggregate"}
+                     "evaluate@cmc", "baseline@knn-cmc", "aggregate"}
     assert dry() == set()
 
 
@@ -171,3 +188,47 @@ def test_a_params_mistake_is_one_clear_line_before_any_work(repo):
         assert "Traceback" not in result.stderr
     finally:
         (work / "params.yaml").write_text(original)
+
+
+def test_a_second_repro_is_locked_out_and_a_killed_repro_is_redone_cleanly(repo):
+    """Kill `dvc repro` (and its stage) in the middle of pretraining, the way an out-of-memory
+    kill does; a concurrent `dvc repro` meanwhile gets DVC's lock message. The next `dvc repro`
+    redoes the interrupted work and ends with every stage up to date."""
+    import signal
+    import time
+
+    work, env, _ = repo
+    original = (work / "params.yaml").read_text()
+    set_params(work, {"pretrain": {"lr": 0.002, "max_epochs": 300, "patience": 300}})
+    log_path = work.parent / "killed_repro.log"
+    with open(log_path, "w") as log:
+        first = subprocess.Popen(["dvc", "repro"], cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+    try:
+        deadline = time.time() + 600
+        while "Running stage 'pretrain@" not in log_path.read_text():
+            assert first.poll() is None, log_path.read_text()
+            assert time.time() < deadline, "pretraining never started"
+            time.sleep(0.5)
+        time.sleep(3)  # well inside the first pretraining
+        second = run(["dvc", "repro"], work, env, check=False)
+        assert second.returncode != 0
+        assert "lock" in (second.stdout + second.stderr).lower()
+        assert first.poll() is None  # the first run is unharmed by the second
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=60)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+    # nothing half-written carries a final name: every model file present loads
+    import torch
+
+    for model in (work / "data" / "models").rglob("*.pt"):
+        torch.load(model, map_location="cpu", weights_only=True)
+    status = run(["dvc", "status"], work, env).stdout
+    assert "pretrain@" in status  # DVC knows the interrupted work is not done
+    again = run(["dvc", "repro"], work, env)
+    assert {"evaluate@diabetes", "evaluate@cmc", "aggregate"} <= stages_run(again.stdout)
+    assert stages_run(run(["dvc", "repro", "--dry"], work, env).stdout) == set()
+    assert "| cmc | 1 |" in (work / "reports/results.md").read_text()
+    (work / "params.yaml").write_text(original)

@@ -1,0 +1,60 @@
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from seba.baselines import METHODS
+from seba.config import KnnConfig, LogregConfig
+from seba.episodes import sample_episodes
+from seba.errors import DataError
+from seba.evaluate import episode_scores, support_hash
+from seba.report import check_same_episodes, comparison_markdown, comparison_table
+
+CONFIGS = {"knn": KnnConfig(), "logreg": LogregConfig()}
+
+
+def toy(n_per_class=40, n_classes=3, dim=10, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(n_classes, dim)) * 4
+    X = np.concatenate([c + rng.normal(size=(n_per_class, dim)) for c in centres]).astype(np.float32)
+    return X, np.repeat(np.arange(n_classes), n_per_class)
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("shot", [1, 5])
+def test_each_baseline_learns_a_separable_toy_table(method, shot):
+    X, y = toy()
+    model = METHODS[method](CONFIGS[method], seed=0, device=torch.device("cpu"))
+    model.fit(X, X[:10], np.arange(X.shape[1]))
+    episodes = sample_episodes(y, 3, shot, n_episodes=5, seed=0)
+    scores = model.scores(X, episodes.support, episodes.support_labels, 3, shot)
+    assert scores.shape == (5, len(y), 3)
+    accuracy, _ = episode_scores(scores.argmax(-1)[None], torch.as_tensor(y), torch.as_tensor(episodes.query), 3)
+    assert accuracy.mean() > 0.9  # chance is 1/3
+
+
+def episodes_frame(y, member, seed=0, shots=(1, 5), n=4, shift=0):
+    frames = []
+    for shot in shots:
+        ep = sample_episodes(y, 3, shot, n, seed + shift)
+        frames.append(pd.DataFrame({"seed": seed, "shot": shot, "episode": range(n), "member": member,
+                                    "accuracy": np.linspace(50, 60, n) + (5 if member == "knn" else 0),
+                                    "support_hash": [support_hash(r) for r in ep.support]}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_baselines_must_use_sebas_episodes_and_are_ranked():
+    _, y = toy()
+    seba = episodes_frame(y, "ensemble")
+    same = episodes_frame(y, "knn")
+    check_same_episodes(seba, same, "knn", "toy")
+    with pytest.raises(DataError, match="baseline 'knn' on dataset 'toy' was not scored on SeBA's episodes"):
+        check_same_episodes(seba, episodes_frame(y, "knn", shift=1), "knn", "toy")
+    paper = pd.DataFrame({"table": "main", "method": ["kNN", "SeBA"], "dataset": "toy", "shot": 1,
+                          "accuracy": [50.0, 61.0], "std": np.nan})
+    table = comparison_table({"toy": seba}, {("knn", "toy"): same}, paper, {"knn": "kNN"})
+    one = table[table["shot"] == 1].set_index("method")
+    assert one.loc["knn", "rank"] == 1 and one.loc["SeBA", "rank"] == 2
+    assert one.loc["knn", "paper"] == 50.0 and one.loc["SeBA", "paper"] == 61.0
+    text = comparison_markdown(table)
+    assert "## 1-shot" in text and "| knn | **60.00** (50.00) | 1.00 |" in text
