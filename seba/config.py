@@ -97,7 +97,21 @@ class LogregConfig:
     max_iter: int = 1000
 
 
-BASELINE_SECTIONS = {"knn": KnnConfig, "logreg": LogregConfig}
+@dataclass(frozen=True)
+class ScarfConfig:
+    corruption_rate: float = 0.6  # SCARF paper's default
+    temperature: float = 1.0  # SCARF paper's default
+    encoder_hidden: int = 1024  # as SeBA's encoder
+    encoder_out: int = 256
+    lr: float = 1e-3
+    batch_size: int = 256  # SCARF paper: 128; 256 halves the steps on 2 cores
+    max_epochs: int = 10000
+    patience: int = 100  # the same early-stopping rule as SeBA's pretraining
+    min_delta: float = 0.001
+    precision: str = "auto"
+
+
+BASELINE_SECTIONS = {"knn": KnnConfig, "logreg": LogregConfig, "scarf": ScarfConfig}
 
 
 @dataclass(frozen=True)
@@ -105,6 +119,7 @@ class BaselinesConfig:
     methods: tuple[str, ...] = ()  # which baselines run (each is one DVC stage per dataset)
     knn: KnnConfig = field(default_factory=KnnConfig)
     logreg: LogregConfig = field(default_factory=LogregConfig)
+    scarf: ScarfConfig = field(default_factory=ScarfConfig)
 
 
 @dataclass(frozen=True)
@@ -124,6 +139,7 @@ _CHOICES = {
     "pretrain.fill": ("zero", "marginal"),
     "pretrain.validation": ("fixed", "fresh"),
     "pretrain.precision": ("fp32", "bf16", "auto"),
+    "baselines.scarf.precision": ("fp32", "bf16", "auto"),
     "pretrain.device": ("auto", "cpu", "cuda"),
 }
 
@@ -148,6 +164,14 @@ _POSITIVE = {
     "baselines.knn.k",
     "baselines.logreg.C",
     "baselines.logreg.max_iter",
+    "baselines.scarf.corruption_rate",
+    "baselines.scarf.temperature",
+    "baselines.scarf.encoder_hidden",
+    "baselines.scarf.encoder_out",
+    "baselines.scarf.lr",
+    "baselines.scarf.batch_size",
+    "baselines.scarf.max_epochs",
+    "baselines.scarf.patience",
 }
 
 
@@ -343,6 +367,9 @@ def _check_ranges(p: Params) -> None:
                            ("split.val_fraction", p.split.val_fraction)):
         if not 0.0 < frac < 1.0:
             raise ConfigError(f"params.yaml: '{frac_key}' must lie in (0, 1), got {frac}")
+    if not 0.0 < p.baselines.scarf.corruption_rate < 1.0:
+        raise ConfigError("params.yaml: 'baselines.scarf.corruption_rate' must lie in (0, 1), "
+                          f"got {p.baselines.scarf.corruption_rate}")
     if not 0.0 <= p.pretrain.min_delta < 1.0:
         raise ConfigError(f"params.yaml: 'pretrain.min_delta' must lie in [0, 1), got {p.pretrain.min_delta}")
     if any(s <= 0 for s in p.evaluate.shots):

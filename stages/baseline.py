@@ -7,7 +7,7 @@ import time
 import pandas as pd
 import torch
 
-from seba.baselines import METHODS
+from seba.baselines import METHODS, RepresentationMethod
 from seba.cli import run_stage
 from seba.config import load_params
 from seba.data import EncodedTable, check_shots, load_split, scale
@@ -44,8 +44,12 @@ def main() -> None:
         for seed, split in splits.items():
             start = time.perf_counter()
             X = scale(table, split.train)
-            method = METHODS[args.method](cfg, seed, device)
+            cls = METHODS[args.method]
+            method = (cls(cfg, seed, device, params.evaluate) if issubclass(cls, RepresentationMethod)
+                      else cls(cfg, seed, device))
             method.fit(X[split.train], X[split.val], table.groups)
+            if getattr(method, "log", None):
+                log(f"[baseline {args.method} {args.dataset} seed {seed}] trained: {method.log}")
             x_test, y_test = X[split.test], table.y[split.test]
             y = torch.as_tensor(y_test, device=device)
             for shot in params.evaluate.shots:

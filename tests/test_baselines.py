@@ -4,13 +4,15 @@ import pytest
 import torch
 
 from seba.baselines import METHODS
-from seba.config import KnnConfig, LogregConfig
+from seba.baselines import RepresentationMethod
+from seba.config import EvaluateConfig, KnnConfig, LogregConfig, ScarfConfig
 from seba.episodes import sample_episodes
 from seba.errors import DataError
 from seba.evaluate import episode_scores, support_hash
 from seba.report import check_same_episodes, comparison_markdown, comparison_table
 
-CONFIGS = {"knn": KnnConfig(), "logreg": LogregConfig()}
+CONFIGS = {"knn": KnnConfig(), "logreg": LogregConfig(),
+           "scarf": ScarfConfig(encoder_hidden=64, encoder_out=32, batch_size=64, max_epochs=15, patience=5)}
 
 
 def toy(n_per_class=40, n_classes=3, dim=10, seed=0):
@@ -24,8 +26,12 @@ def toy(n_per_class=40, n_classes=3, dim=10, seed=0):
 @pytest.mark.parametrize("shot", [1, 5])
 def test_each_baseline_learns_a_separable_toy_table(method, shot):
     X, y = toy()
-    model = METHODS[method](CONFIGS[method], seed=0, device=torch.device("cpu"))
-    model.fit(X, X[:10], np.arange(X.shape[1]))
+    cls = METHODS[method]
+    if issubclass(cls, RepresentationMethod):
+        model = cls(CONFIGS[method], 0, torch.device("cpu"), EvaluateConfig(probe_max_iters=300))
+    else:
+        model = cls(CONFIGS[method], 0, torch.device("cpu"))
+    model.fit(X[:90], X[90:], np.arange(X.shape[1]))
     episodes = sample_episodes(y, 3, shot, n_episodes=5, seed=0)
     scores = model.scores(X, episodes.support, episodes.support_labels, 3, shot)
     assert scores.shape == (5, len(y), 3)
