@@ -88,7 +88,7 @@ class EvaluateConfig:
 
 @dataclass(frozen=True)
 class KnnConfig:
-    k: int = 5  # neighbours for 5- and 10-shot (capped at the support size); 1-shot always uses k = 1
+    k: int = 1  # neighbours for 5- and 10-shot (capped at the support size); 1-shot always uses k = 1
 
 
 @dataclass(frozen=True)

@@ -167,6 +167,10 @@ PARAMS_CASES = [
      ["'sources.mine.target' is missing"]),
     ("local table of unknown format", add_dataset("mine", {"path": "data/local/good.xlsx", "target": "label"}),
      ["'sources.mine.path' must end in .csv or .parquet"]),
+    ("unknown baseline method", set_key("baselines.methods", ["knn", "knnn"]),
+     ["'baselines.methods' has unknown method 'knnn'", "allowed: knn, logreg, scarf"]),
+    ("unknown baseline hyper-parameter", set_key("baselines.knn", {"neighbours": 3}),
+     ["unknown key 'baselines.knn.neighbours'"]),
     ("non-integer OpenML id", set_key("sources.diabetes", {"openml_id": "37a"}),
      ["'sources.diabetes.openml_id' must be an integer"]),
 ]

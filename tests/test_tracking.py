@@ -28,3 +28,26 @@ def test_tracker_failure_is_a_warning(tmp_path, monkeypatch, capsys):
         tracker.log_metrics({"rows": 3})
         assert tracker.child("seed 0") is None
     assert "WARNING: MLflow start failed" in capsys.readouterr().err
+
+
+def test_a_locked_store_is_a_warning_and_the_work_goes_on(tmp_path, monkeypatch, capsys):
+    """Another process holds the SQLite store's write lock for the whole stage: the stage warns
+    (after the driver's busy timeout) instead of failing or hanging."""
+    import sqlite3
+    import time
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    with Tracker("fetch", "create the store", root=tmp_path):
+        pass  # creates the schema
+    holder = sqlite3.connect(tmp_path / "mlflow.db", timeout=0.1)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        start = time.perf_counter()
+        with Tracker("fetch", "fetch while locked", root=tmp_path) as tracker:
+            tracker.log_metrics({"rows": 3})
+        assert time.perf_counter() - start < 120
+    finally:
+        holder.rollback()
+        holder.close()
+    assert "WARNING: MLflow" in capsys.readouterr().err
