@@ -102,35 +102,29 @@ class RepresentationMethod(Method):
         return torch.cat([self.encoder(X[i:i + 8192]) for i in range(0, len(X), 8192)]).float()
 
     def scores(self, x_test, support, support_labels, n_classes, shot):
-        from seba.classifiers import probe_logits, prototype_scores, train_probes
+        from seba.evaluate import head_scores
         from seba.runtime import derive_seed
 
-        features = self.encode(x_test)[None]  # [1, N, F]
-        sup = torch.as_tensor(support, device=self.device)
-        labels = torch.as_tensor(support_labels, device=self.device)
-        cfg = self.evaluate_cfg
-        if shot in cfg.prototype_shots:
-            return prototype_scores(features, sup, labels, n_classes)[0]
-        generator = torch.Generator().manual_seed(derive_seed(self.seed, shot, "probe", self.name))
-        weight, bias, _ = train_probes(features, sup, labels, n_classes, lr=cfg.probe_lr,
-                                       max_iters=cfg.probe_max_iters, patience=cfg.probe_patience,
-                                       generator=generator)
-        return probe_logits(features, weight, bias)[0]
+        scores, _ = head_scores(self.encode(x_test)[None], torch.as_tensor(support, device=self.device),
+                                torch.as_tensor(support_labels, device=self.device), n_classes, shot,
+                                self.evaluate_cfg, derive_seed(self.seed, shot, "probe", self.name))
+        return scores[0]
 
 
 def train_with_early_stopping(modules: list[torch.nn.Module], batch_loss, n_train: int, val_loss, cfg,
                               generator: torch.Generator, label: str) -> dict:
     """Adam over shuffled minibatches; after every epoch ``val_loss()`` decides early stopping
-    (patience restarts on a relative improvement > ``cfg.min_delta``); the weights of the lowest
-    validation loss are restored. ``batch_loss(index)`` returns the loss of one minibatch."""
+    with SeBA's rule (``seba.pretrain.EarlyStopping``); the weights of the lowest validation loss
+    are restored. ``batch_loss(index)`` returns the loss of one minibatch."""
     import copy
     import math
 
     from seba.errors import TrainingDiverged
+    from seba.pretrain import EarlyStopping
 
     params = [p for m in modules for p in m.parameters()]
     optimiser = torch.optim.Adam(params, lr=cfg.lr)
-    best, best_epoch, reference, reference_epoch, best_state = math.inf, 0, math.inf, 0, None
+    stopping, best_state = EarlyStopping(cfg.patience, cfg.min_delta), None
     epoch = 0
     for epoch in range(1, cfg.max_epochs + 1):
         for m in modules:
@@ -150,16 +144,13 @@ def train_with_early_stopping(modules: list[torch.nn.Module], batch_loss, n_trai
             current = float(val_loss())
         if not math.isfinite(current):
             raise TrainingDiverged(f"{label}: validation loss is not finite at epoch {epoch}")
-        if current < best:
-            best, best_epoch = current, epoch
+        if stopping.update(current, epoch):
             best_state = [copy.deepcopy(m.state_dict()) for m in modules]
-        if current < reference - cfg.min_delta * abs(reference) or not math.isfinite(reference):
-            reference, reference_epoch = current, epoch
-        if epoch - reference_epoch >= cfg.patience:
+        if stopping.should_stop(epoch):
             break
     for m, state in zip(modules, best_state or []):
         m.load_state_dict(state)
-    return {"best_epoch": best_epoch, "stop_epoch": epoch, "best_val_loss": best}
+    return {"best_epoch": stopping.best_epoch, "stop_epoch": epoch, "best_val_loss": stopping.best}
 
 
 @register

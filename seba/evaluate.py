@@ -38,6 +38,22 @@ def episode_scores(predictions: torch.Tensor, y_test: torch.Tensor, query: torch
     return accuracy, balanced
 
 
+def head_scores(features: torch.Tensor, support: torch.Tensor, labels: torch.Tensor, n_classes: int, shot: int,
+                cfg: EvaluateConfig, probe_seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Class scores [M, E, N, C] of every member's few-shot head on a set of episodes: cosine
+    prototypes for the prototype shots, else a linear probe per (member, episode) initialised
+    from ``probe_seed``; and the probe iterations used [M, E] (0 for prototypes)."""
+    if shot in cfg.prototype_shots:
+        scores = prototype_scores(features, support, labels, n_classes)
+        return scores, torch.zeros(scores.shape[:2], dtype=torch.long)
+    generator = torch.Generator().manual_seed(probe_seed)
+    weight, bias, iterations = train_probes(features, support, labels, n_classes, lr=cfg.probe_lr,
+                                            max_iters=cfg.probe_max_iters, patience=cfg.probe_patience,
+                                            generator=generator)
+    with torch.no_grad():
+        return probe_logits(features, weight, bias), iterations
+
+
 def evaluate_members(features: torch.Tensor, member_names: list[str], y_test: np.ndarray,
                      n_classes: int, seed: int, cfg: EvaluateConfig, dataset: str = "") -> pd.DataFrame:
     """All shots x episodes for the members ([M, N, F] features on the test part) and their
@@ -49,16 +65,8 @@ def evaluate_members(features: torch.Tensor, member_names: list[str], y_test: np
         support = torch.as_tensor(episodes.support, device=features.device)
         labels = torch.as_tensor(episodes.support_labels, device=features.device)
         query = torch.as_tensor(episodes.query, device=features.device)
-        if shot in cfg.prototype_shots:
-            scores = prototype_scores(features, support, labels, n_classes)
-            iterations = torch.zeros(scores.shape[:2], dtype=torch.long)
-        else:
-            generator = torch.Generator().manual_seed(derive_seed(seed, shot, "probe"))
-            weight, bias, iterations = train_probes(
-                features, support, labels, n_classes, lr=cfg.probe_lr, max_iters=cfg.probe_max_iters,
-                patience=cfg.probe_patience, generator=generator)
-            with torch.no_grad():
-                scores = probe_logits(features, weight, bias)
+        scores, iterations = head_scores(features, support, labels, n_classes, shot, cfg,
+                                         derive_seed(seed, shot, "probe"))
         with torch.no_grad():
             scores = torch.cat([scores, scores.mean(0, keepdim=True)])  # ensemble appended
             predictions = scores.argmax(-1)  # [M + 1, E, N]

@@ -44,6 +44,32 @@ class PretrainResult:
     precision: str = "fp32"
 
 
+class EarlyStopping:
+    """The stopping rule of every pretraining loop: remember the lowest validation value (and
+    the epoch it came at); patience counts epochs since the last improvement of more than
+    ``min_delta`` (relative) over the value that last restarted it."""
+
+    def __init__(self, patience: int, min_delta: float):
+        self.patience, self.min_delta = patience, min_delta
+        self.best, self.best_epoch = math.inf, 0
+        self.reference, self.reference_epoch = math.inf, 0
+
+    def update(self, value: float, epoch: int) -> bool:
+        """Record one epoch's value; True when it is the lowest so far (save the weights)."""
+        if value < self.reference - self.min_delta * abs(self.reference) or not math.isfinite(self.reference):
+            self.reference, self.reference_epoch = value, epoch
+        if value < self.best:
+            self.best, self.best_epoch = value, epoch
+            return True
+        return False
+
+    def should_stop(self, epoch: int) -> bool:
+        return epoch - self.reference_epoch >= self.patience
+
+    def stops_by(self, max_epochs: int) -> int:
+        return min(self.reference_epoch + self.patience, max_epochs)
+
+
 def build_models(n_features: int, cfg: PretrainConfig, seed: int) -> tuple[Encoder, Projector]:
     """Models initialised from ``seed`` alone (the global RNG is restored afterwards)."""
     with torch.random.fork_rng(devices=[]):
@@ -134,7 +160,7 @@ def pretrain_encoder(
 
     result = PretrainResult(encoder_state={}, masked_columns=k, precision=cfg.precision)
     best_state = None
-    reference, reference_epoch = math.inf, 0  # patience counts from the last significant improvement
+    stopping = EarlyStopping(cfg.patience, cfg.min_delta)
     throttle = Throttle(cfg.progress_seconds)
     start = time.perf_counter()
     for epoch in range(1, cfg.max_epochs + 1):
@@ -167,21 +193,18 @@ def pretrain_encoder(
             )
         result.train_loss.append(train_loss)
         result.val_loss.append(val_loss)
-        if val_loss < result.best_val_loss:
-            result.best_val_loss = val_loss
-            result.best_epoch = epoch
+        if stopping.update(val_loss, epoch):
+            result.best_val_loss, result.best_epoch = val_loss, epoch
             best_state = copy.deepcopy(encoder.state_dict())
-        if val_loss < reference - cfg.min_delta * abs(reference) or not math.isfinite(reference):
-            reference, reference_epoch = val_loss, epoch
         result.stop_epoch = epoch
         if on_epoch is not None:
             on_epoch(epoch, train_loss, val_loss)
-        if epoch - reference_epoch >= cfg.patience:
+        if stopping.should_stop(epoch):
             break
         if throttle.ready() and epoch > 1:
             elapsed = time.perf_counter() - start
             per_epoch = elapsed / epoch
-            stop_by = min(reference_epoch + cfg.patience, cfg.max_epochs)
+            stop_by = stopping.stops_by(cfg.max_epochs)
             log(f"  {label} epoch {epoch:5d}  loss {train_loss:.4f}  val {val_loss:.4f}  "
                 f"best {result.best_val_loss:.4f}@{result.best_epoch}  {format_seconds(elapsed)} elapsed, "
                 f"stops by epoch {stop_by} if no improvement (~{format_seconds((stop_by - epoch) * per_epoch)} left)")
