@@ -12,7 +12,7 @@ import difflib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -90,11 +90,15 @@ class EvaluateConfig:
 class KnnConfig:
     k: int = 1  # neighbours for 5- and 10-shot (capped at the support size); 1-shot always uses k = 1
 
+    POSITIVE: ClassVar[tuple[str, ...]] = ("k",)
+
 
 @dataclass(frozen=True)
 class LogregConfig:
     C: float = 1.0  # inverse L2 strength (scikit-learn's default)
     max_iter: int = 1000
+
+    POSITIVE: ClassVar[tuple[str, ...]] = ("C", "max_iter")
 
 
 @dataclass(frozen=True)
@@ -105,13 +109,161 @@ class ScarfConfig:
     encoder_out: int = 256
     lr: float = 1e-3
     batch_size: int = 256  # SCARF paper: 128; 256 halves the steps on 2 cores
-    max_epochs: int = 10000
-    patience: int = 100  # the same early-stopping rule as SeBA's pretraining
+    max_epochs: int = 1000  # cap; early stopping ends earlier
+    max_steps: int = 3000  # optimiser-step cap (cost budget, as VIME's and SubTab's)
+    patience: int = 20  # SeBA's early-stopping rule (epochs), short for the cost budget
     min_delta: float = 0.001
     precision: str = "auto"
 
+    POSITIVE: ClassVar[tuple[str, ...]] = ("temperature", "encoder_hidden", "encoder_out", "lr", "batch_size",
+                                           "max_epochs", "max_steps", "patience")
+    FRACTIONS: ClassVar[tuple[str, ...]] = ("corruption_rate",)
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"precision": ("fp32", "bf16", "auto")}
 
-BASELINE_SECTIONS = {"knn": KnnConfig, "logreg": LogregConfig, "scarf": ScarfConfig}
+
+@dataclass(frozen=True)
+class CatboostConfig:
+    iterations: int = 200  # boosting rounds per episode (CatBoost's default 1000; cost budget, see README)
+    learning_rate: float = 0.1  # CatBoost picks ~0.03 for 1000 rounds; 0.1 for 200 rounds
+    depth: int = 4  # CatBoost's default 6; 4 is 3-9x faster on 10-class supports at equal accuracy
+    border_count: int = 32  # CatBoost's default 254; a support has at most 100 distinct values
+    l2_leaf_reg: float = 3.0  # CatBoost's default
+
+    POSITIVE: ClassVar[tuple[str, ...]] = ("iterations", "learning_rate", "depth", "border_count", "l2_leaf_reg")
+
+
+@dataclass(frozen=True)
+class StuntConfig:
+    ways: int = 10  # k-means clusters = classes per self-generated task (official code: num_ways 10)
+    shots: int = 1  # support rows per pseudo-class (official: num_shots 1)
+    queries: int = 15  # query rows per pseudo-class (official: num_shots_test 15)
+    tasks_per_step: int = 4  # tasks per Adam step (official: batch_size 4)
+    min_column_fraction: float = 0.2  # share of original columns chosen per task, drawn in [0.2, 0.5]
+    max_column_fraction: float = 0.5  # (official: int(0.2 D) .. int(0.5 D) columns)
+    kmeans_iterations: int = 20  # Lloyd iterations (official: faiss niter 20)
+    kmeans_points_per_cluster: int = 256  # k-means on <= ways * 256 sampled rows (faiss's default cap)
+    task_pool: int = 500  # pseudo-labelled column subsets computed up front, reused with fresh rows/perturbations
+    max_rejections: int = 20000  # column subsets whose smallest cluster is too small, before giving up
+    val_clusters: int = 2  # pseudo-validation k-means clusters (official income script: 2)
+    val_restarts: int = 10  # k-means restarts for the pseudo-validation labels (scikit-learn's n_init then)
+    val_queries: int = 30  # query rows per pseudo-class in a validation task (official: 30)
+    val_tasks: int = 200  # fixed pseudo-validation tasks (official: ~1000 fresh ones per evaluation)
+    eval_every: int = 50  # steps between pseudo-validations (official: eval_step 50)
+    patience: int = 1000  # steps without a better pseudo-validation accuracy before stopping
+    max_steps: int = 2000  # step cap (official: 10000 steps, no early stop); the cost budget
+    encoder_hidden: int = 1024  # as SeBA's encoder
+    encoder_out: int = 256
+    lr: float = 1e-3  # Adam (official)
+    precision: str = "auto"
+    head: str = "protonet"  # protonet: Euclidean prototypes at every shot (STUNT's) | seba: SeBA's heads
+
+    POSITIVE: ClassVar[tuple[str, ...]] = ("ways", "shots", "queries", "tasks_per_step", "kmeans_iterations",
+                                           "kmeans_points_per_cluster", "task_pool", "max_rejections", "val_clusters",
+                                           "val_restarts", "val_queries", "val_tasks", "eval_every", "patience",
+                                           "max_steps", "encoder_hidden", "encoder_out", "lr")
+    FRACTIONS: ClassVar[tuple[str, ...]] = ("min_column_fraction", "max_column_fraction")
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"precision": ("fp32", "bf16", "auto"), "head": ("protonet", "seba")}
+
+
+@dataclass(frozen=True)
+class VimeConfig:
+    p_m: float = 0.3  # corruption probability (VIME's official code default)
+    alpha: float = 2.0  # weight of the reconstruction loss (VIME's official code default)
+    encoder_hidden: int = 1024  # as SeBA's encoder
+    encoder_out: int = 256
+    lr: float = 1e-3
+    batch_size: int = 128  # VIME's official code default
+    max_epochs: int = 1000  # cap; early stopping usually ends earlier
+    max_steps: int = 3000  # cap on optimiser steps (cost budget; VIME's code: 10 epochs)
+    patience: int = 20  # SeBA's early-stopping rule, shorter patience for the cost budget
+    min_delta: float = 0.001
+    precision: str = "auto"
+
+    POSITIVE: ClassVar[tuple[str, ...]] = ("alpha", "encoder_hidden", "encoder_out", "lr", "batch_size",
+                                           "max_epochs", "max_steps", "patience")
+    FRACTIONS: ClassVar[tuple[str, ...]] = ("p_m",)
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"precision": ("fp32", "bf16", "auto")}
+
+
+@dataclass(frozen=True)
+class SubtabConfig:
+    n_subsets: int = 4  # SubTab's official config default
+    overlap: float = 0.75  # share of a subset's width taken from its neighbour (SubTab default)
+    noise: str = "swap"  # noise added to each subset (SubTab default: swap_noise)
+    masking_ratio: float = 0.3  # share of a subset's columns that get noise (SubTab default)
+    noise_level: float = 0.1  # std of the Gaussian noise (SubTab default; used only by noise: gaussian)
+    temperature: float = 0.1  # NT-Xent temperature tau (SubTab default)
+    contrastive_weight: float = 1.0  # SubTab adds the losses with weight 1; 0 disables
+    distance_weight: float = 1.0
+    encoder_hidden: int = 1024  # as SeBA's encoder
+    encoder_out: int = 256
+    lr: float = 1e-3  # SubTab default
+    batch_size: int = 32  # SubTab default
+    max_epochs: int = 1000  # cap; early stopping usually ends earlier
+    max_steps: int = 2000  # cap on optimiser steps (cost budget; SubTab's code: 15 epochs)
+    patience: int = 20  # SeBA's early-stopping rule, shorter patience for the cost budget
+    min_delta: float = 0.001
+    precision: str = "auto"
+
+    POSITIVE: ClassVar[tuple[str, ...]] = ("n_subsets", "temperature", "encoder_hidden", "encoder_out", "lr",
+                                           "batch_size", "max_epochs", "max_steps", "patience")
+    FRACTIONS: ClassVar[tuple[str, ...]] = ("overlap", "masking_ratio")
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"noise": ("swap", "gaussian", "zero", "none"),
+                                                     "precision": ("fp32", "bf16", "auto")}
+
+
+@dataclass(frozen=True)
+class PseudolabelConfig:
+    hidden: int = 128  # one hidden ReLU layer per episode's MLP (our cost/accuracy measurement)
+    steps: int = 300  # fixed Adam steps per episode; all episodes of a shot are trained at once
+    batch_size: int = 64  # shared unlabeled rows per step (STUNT: 100); the whole support every step
+    lr: float = 1e-3  # STUNT's baselines: Adam, lr 1e-3, weight decay 1e-4
+    weight_decay: float = 1e-4
+    alpha_f: float = 3.0  # Lee (2013): final pseudo-label weight
+    t1_fraction: float = 0.1  # Lee: alpha = 0 before epoch T1 = 100, alpha_f from T2 = 600, here
+    t2_fraction: float = 0.6  # read as shares of the steps (as if a 1000-epoch run)
+    threshold: float = 0.0  # pseudo-label only rows predicted with this confidence (0: Lee, every row)
+    episode_chunk: int = 100  # episodes trained together (memory bound)
+    precision: str = "auto"  # fp32 | bf16 (autocast) | auto (bf16 where native); bf16 measured equal
+
+    POSITIVE: ClassVar[tuple[str, ...]] = ("hidden", "steps", "batch_size", "lr", "episode_chunk")
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"precision": ("fp32", "bf16", "auto")}
+
+    def __post_init__(self):
+        if not 0 <= self.t1_fraction < self.t2_fraction <= 1:
+            raise ConfigError("baselines.pseudolabel: need 0 <= t1_fraction < t2_fraction <= 1, got "
+                              f"{self.t1_fraction} and {self.t2_fraction}")
+        if not 0 <= self.threshold < 1 or self.alpha_f < 0 or self.weight_decay < 0:
+            raise ConfigError("baselines.pseudolabel: need 0 <= threshold < 1, alpha_f >= 0, weight_decay >= 0")
+
+
+@dataclass(frozen=True)
+class MeanteacherConfig:
+    hidden: int = 128  # one hidden ReLU layer per episode's MLP (student and teacher)
+    steps: int = 300  # fixed Adam steps per episode; all episodes of a shot are trained at once
+    batch_size: int = 64  # shared unlabeled rows per step (STUNT: 100); the whole support every step
+    lr: float = 1e-3  # STUNT's baselines: Adam, lr 1e-3, weight decay 1e-4
+    weight_decay: float = 1e-4
+    consistency: float = 1.0  # max consistency weight; STUNT's grid {0.1, 1, 10, 20, 50, 100}, MT code 100
+    rampup_fraction: float = 0.3  # sigmoid ramp-up over this share of the steps (MT code: 40k of 150k)
+    ema_decay: float = 0.99  # teacher EMA decay (MT code: 0.99 during ramp-up, 0.999 after)
+    input_noise: float = 0.15  # std of the Gaussian input noise on the standardised features (MT code)
+    episode_chunk: int = 100  # episodes trained together (memory bound)
+    precision: str = "auto"  # fp32 | bf16 (autocast) | auto (bf16 where native)
+
+    POSITIVE: ClassVar[tuple[str, ...]] = ("hidden", "steps", "batch_size", "lr", "episode_chunk")
+    FRACTIONS: ClassVar[tuple[str, ...]] = ("rampup_fraction",)
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"precision": ("fp32", "bf16", "auto")}
+
+    def __post_init__(self):
+        if not 0 <= self.ema_decay < 1 or self.consistency < 0 or self.input_noise < 0 or self.weight_decay < 0:
+            raise ConfigError("baselines.meanteacher: need 0 <= ema_decay < 1 and consistency, input_noise, "
+                              "weight_decay >= 0")
+
+
+BASELINE_SECTIONS = {"knn": KnnConfig, "logreg": LogregConfig, "catboost": CatboostConfig, "stunt": StuntConfig,
+                     "scarf": ScarfConfig, "vime": VimeConfig, "subtab": SubtabConfig,
+                     "pseudolabel": PseudolabelConfig, "meanteacher": MeanteacherConfig}
 
 
 @dataclass(frozen=True)
@@ -119,7 +271,13 @@ class BaselinesConfig:
     methods: tuple[str, ...] = ()  # which baselines run (each is one DVC stage per dataset)
     knn: KnnConfig = field(default_factory=KnnConfig)
     logreg: LogregConfig = field(default_factory=LogregConfig)
+    catboost: CatboostConfig = field(default_factory=CatboostConfig)
+    stunt: StuntConfig = field(default_factory=StuntConfig)
     scarf: ScarfConfig = field(default_factory=ScarfConfig)
+    vime: VimeConfig = field(default_factory=VimeConfig)
+    subtab: SubtabConfig = field(default_factory=SubtabConfig)
+    pseudolabel: PseudolabelConfig = field(default_factory=PseudolabelConfig)
+    meanteacher: MeanteacherConfig = field(default_factory=MeanteacherConfig)
 
 
 @dataclass(frozen=True)
@@ -139,7 +297,6 @@ _CHOICES = {
     "pretrain.fill": ("zero", "marginal"),
     "pretrain.validation": ("fixed", "fresh"),
     "pretrain.precision": ("fp32", "bf16", "auto"),
-    "baselines.scarf.precision": ("fp32", "bf16", "auto"),
     "pretrain.device": ("auto", "cpu", "cuda"),
 }
 
@@ -161,17 +318,6 @@ _POSITIVE = {
     "evaluate.probe_lr",
     "evaluate.probe_max_iters",
     "evaluate.probe_patience",
-    "baselines.knn.k",
-    "baselines.logreg.C",
-    "baselines.logreg.max_iter",
-    "baselines.scarf.corruption_rate",
-    "baselines.scarf.temperature",
-    "baselines.scarf.encoder_hidden",
-    "baselines.scarf.encoder_out",
-    "baselines.scarf.lr",
-    "baselines.scarf.batch_size",
-    "baselines.scarf.max_epochs",
-    "baselines.scarf.patience",
 }
 
 
@@ -238,12 +384,13 @@ def _section(name: str, cls: type, raw: Any) -> Any:
     for key, value in raw.items():
         full = f"{name}.{key}"
         value = _coerce(full, value, str(fields[key].type))
-        if full in _CHOICES and value not in _CHOICES[full]:
-            raise ConfigError(
-                f"params.yaml: '{full}' is {value!r}; allowed: {', '.join(_CHOICES[full])}"
-            )
-        if full in _POSITIVE and value <= 0:
+        choices = _CHOICES.get(full) or getattr(cls, "CHOICES", {}).get(key)
+        if choices and value not in choices:
+            raise ConfigError(f"params.yaml: '{full}' is {value!r}; allowed: {', '.join(choices)}")
+        if (full in _POSITIVE or key in getattr(cls, "POSITIVE", ())) and value <= 0:
             raise ConfigError(f"params.yaml: '{full}' must be > 0, got {value!r}")
+        if key in getattr(cls, "FRACTIONS", ()) and not 0 < value <= 1:
+            raise ConfigError(f"params.yaml: '{full}' must lie in (0, 1], got {value!r}")
         values[key] = value
     return cls(**values)
 
@@ -367,9 +514,6 @@ def _check_ranges(p: Params) -> None:
                            ("split.val_fraction", p.split.val_fraction)):
         if not 0.0 < frac < 1.0:
             raise ConfigError(f"params.yaml: '{frac_key}' must lie in (0, 1), got {frac}")
-    if not 0.0 < p.baselines.scarf.corruption_rate < 1.0:
-        raise ConfigError("params.yaml: 'baselines.scarf.corruption_rate' must lie in (0, 1), "
-                          f"got {p.baselines.scarf.corruption_rate}")
     if not 0.0 <= p.pretrain.min_delta < 1.0:
         raise ConfigError(f"params.yaml: 'pretrain.min_delta' must lie in [0, 1), got {p.pretrain.min_delta}")
     if any(s <= 0 for s in p.evaluate.shots):

@@ -5,14 +5,29 @@ import torch
 
 from seba.baselines import METHODS
 from seba.baselines import RepresentationMethod
-from seba.config import EvaluateConfig, KnnConfig, LogregConfig, ScarfConfig
+from seba.config import (CatboostConfig, EvaluateConfig, KnnConfig, LogregConfig, MeanteacherConfig,
+                         PseudolabelConfig, ScarfConfig, StuntConfig, SubtabConfig, VimeConfig)
 from seba.episodes import sample_episodes
 from seba.errors import DataError
 from seba.evaluate import episode_scores, support_hash
 from seba.report import check_same_episodes, comparison_markdown, comparison_table
 
-CONFIGS = {"knn": KnnConfig(), "logreg": LogregConfig(),
-           "scarf": ScarfConfig(encoder_hidden=64, encoder_out=32, batch_size=64, max_epochs=15, patience=5)}
+# One small configuration per method for the toy table (one line per method).
+CONFIGS = {
+    "knn": KnnConfig(),
+    "logreg": LogregConfig(),
+    "catboost": CatboostConfig(iterations=50),
+    "stunt": StuntConfig(ways=3, queries=5, task_pool=50, encoder_hidden=64, encoder_out=32, max_steps=100, patience=50),
+    "scarf": ScarfConfig(encoder_hidden=64, encoder_out=32, batch_size=64, max_epochs=15, patience=5),
+    "vime": VimeConfig(encoder_hidden=64, encoder_out=32, batch_size=32, max_epochs=15, patience=5),
+    "subtab": SubtabConfig(encoder_hidden=64, encoder_out=32, batch_size=32, max_epochs=15, patience=5),
+    "pseudolabel": PseudolabelConfig(hidden=32, steps=100, batch_size=32),
+    "meanteacher": MeanteacherConfig(hidden=32, steps=100, batch_size=32),
+}
+
+
+def test_every_method_has_a_toy_configuration():
+    assert set(CONFIGS) == set(METHODS)
 
 
 def toy(n_per_class=40, n_classes=3, dim=10, seed=0):
@@ -22,7 +37,7 @@ def toy(n_per_class=40, n_classes=3, dim=10, seed=0):
     return X, np.repeat(np.arange(n_classes), n_per_class)
 
 
-@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("method", sorted(CONFIGS))
 @pytest.mark.parametrize("shot", [1, 5])
 def test_each_baseline_learns_a_separable_toy_table(method, shot):
     X, y = toy()

@@ -44,3 +44,19 @@ def test_bad_params_name_the_key(raw, edit, message):
     edit(bad)
     with pytest.raises(ConfigError, match=message):
         parse_params(bad)
+
+
+def test_every_pretrain_and_evaluate_setting_is_a_dvc_param_of_its_stage(root):
+    """A params.yaml key that a stage reads but dvc.yaml does not list would not rerun the stage."""
+    import dataclasses
+
+    from seba.config import EvaluateConfig, PretrainConfig
+
+    stages = yaml.safe_load((root / "dvc.yaml").read_text())["stages"]
+    pretrain = set(stages["pretrain"]["params"])
+    missing = [f"pretrain.{f.name}" for f in dataclasses.fields(PretrainConfig)
+               if f.name != "ratios" and f"pretrain.{f.name}" not in pretrain]
+    assert not missing, f"pretrain stage does not list {missing}"
+    evaluate = set(stages["evaluate"]["do"]["params"])
+    missing = [f"evaluate.{f.name}" for f in dataclasses.fields(EvaluateConfig) if f"evaluate.{f.name}" not in evaluate]
+    assert not missing, f"evaluate stage does not list {missing}"
