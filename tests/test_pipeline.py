@@ -162,6 +162,17 @@ def test_only_affected_stages_rerun_after_params_edits(repo):
     set_params(work, {"baselines": {"knn": {"k": k}}})
     assert dry() == set()
 
+    # editing one method's module reruns only that method's stages (+ aggregate, which imports them all)
+    modules = {name: work / "seba" / "baselines" / f"{name}.py" for name in ("knn", "logreg")}
+    originals = {name: path.read_text() for name, path in modules.items()}
+    modules["logreg"].write_text(originals["logreg"] + "\n# edited\n")  # logreg is not in methods
+    assert dry() == {"aggregate"}
+    modules["knn"].write_text(originals["knn"] + "\n# edited\n")
+    assert dry() == {"baseline@knn-diabetes", "baseline@knn-cmc", "aggregate"}
+    for name, path in modules.items():
+        path.write_text(originals[name])
+    assert dry() == set()
+
     # `dvc repro --dry` cannot know that changed outputs will change downstream stages: run it
     set_params(work, {"sources": {"cmc": {"openml_id": 20}}})  # another table from the snapshot
     assert stages_run(run(["dvc", "repro"], work, env).stdout) == {"fetch@cmc", "preprocess@cmc", "split@cmc", "pretrain@cmc-0.2", "pretrain@cmc-0.5",
