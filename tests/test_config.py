@@ -60,3 +60,13 @@ def test_every_pretrain_and_evaluate_setting_is_a_dvc_param_of_its_stage(root):
     evaluate = set(stages["evaluate"]["do"]["params"])
     missing = [f"evaluate.{f.name}" for f in dataclasses.fields(EvaluateConfig) if f"evaluate.{f.name}" not in evaluate]
     assert not missing, f"evaluate stage does not list {missing}"
+
+
+def test_every_baseline_section_in_params_yaml_matches_its_dataclass_defaults(raw):
+    """A method left out of params.yaml runs with its dataclass defaults: the two must agree."""
+    import dataclasses
+
+    from seba.config import BASELINE_SECTIONS
+
+    for name, cls in BASELINE_SECTIONS.items():
+        assert raw["baselines"][name] == dataclasses.asdict(cls()), name
