@@ -66,6 +66,7 @@ class PretrainConfig:
     lr: float = 1e-3
     batch_size: int = 1024
     max_epochs: int = 10000
+    max_steps: int = 0  # optimiser-step cap, checked at the end of an epoch (0 = none, as the paper)
     patience: int = 100
     min_delta: float = 0.0  # relative improvement that resets patience (0 = any improvement)
     validation: str = "fixed"  # fixed: seeded masks drawn once | fresh: new masks every epoch
@@ -73,6 +74,7 @@ class PretrainConfig:
     precision: str = "fp32"  # fp32 | bf16 (autocast) | auto (bf16 where the device has it natively)
     device: str = "auto"  # auto | cpu | cuda
     threads: int = 0  # torch intra-op threads; 0 = all cores
+    workers: int = 0  # seeds trained at once in separate processes (CPU); 0 = auto: min(seeds, cores)
     progress_seconds: float = 15.0  # at most one progress line per this many seconds
 
 
@@ -514,6 +516,11 @@ def _check_ranges(p: Params) -> None:
                            ("split.val_fraction", p.split.val_fraction)):
         if not 0.0 < frac < 1.0:
             raise ConfigError(f"params.yaml: '{frac_key}' must lie in (0, 1), got {frac}")
+    for key in ("max_steps", "threads", "workers"):
+        value = getattr(p.pretrain, key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"params.yaml: 'pretrain.{key}' must be an integer >= 0 (0 = "
+                              f"{'no cap' if key == 'max_steps' else 'automatic'}), got {value!r}")
     if not 0.0 <= p.pretrain.min_delta < 1.0:
         raise ConfigError(f"params.yaml: 'pretrain.min_delta' must lie in [0, 1), got {p.pretrain.min_delta}")
     if any(s <= 0 for s in p.evaluate.shots):

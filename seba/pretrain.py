@@ -11,7 +11,11 @@ import contextlib
 import copy
 import dataclasses
 import math
+import multiprocessing
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,6 +46,8 @@ class PretrainResult:
     seconds: float = 0.0
     masked_columns: int = 0
     precision: str = "fp32"
+    steps: int = 0
+    capped: bool = False  # stopped by pretrain.max_steps, not by patience
 
 
 class EarlyStopping:
@@ -91,6 +97,15 @@ def _batches(n_rows: int, batch_size: int, order: torch.Tensor) -> list[torch.Te
     return [b for b in batches if len(b) >= 2]
 
 
+def make_adam(params: list, lr: float, device: torch.device) -> torch.optim.Optimizer:
+    """Adam with torch's fused kernel where the device has one (the same update, one pass over
+    the weights instead of several: ~10 % of a CPU step here), else the default."""
+    try:
+        return torch.optim.Adam(params, lr=lr, fused=device.type in ("cpu", "cuda"))
+    except (RuntimeError, TypeError, ValueError):
+        return torch.optim.Adam(params, lr=lr)
+
+
 def seba_loss(encoder: Encoder, projector: Projector, x: torch.Tensor, column_mask: torch.Tensor,
               cfg: PretrainConfig, permutation: torch.Tensor | None = None) -> torch.Tensor:
     """The SeBA objective on one batch under one mask."""
@@ -121,7 +136,7 @@ def pretrain_encoder(
     encoder.to(device)
     projector.to(device)
     params = list(encoder.parameters()) + list(projector.parameters())
-    optimiser = torch.optim.Adam(params, lr=cfg.lr)
+    optimiser = make_adam(params, cfg.lr, device)
 
     X = torch.as_tensor(x_train, dtype=torch.float32, device=device)
     V = torch.as_tensor(x_val, dtype=torch.float32, device=device)
@@ -161,6 +176,7 @@ def pretrain_encoder(
     result = PretrainResult(encoder_state={}, masked_columns=k, precision=cfg.precision)
     best_state = None
     stopping = EarlyStopping(cfg.patience, cfg.min_delta)
+    steps = 0
     throttle = Throttle(cfg.progress_seconds)
     start = time.perf_counter()
     for epoch in range(1, cfg.max_epochs + 1):
@@ -185,6 +201,7 @@ def pretrain_encoder(
             loss.backward()
             optimiser.step()
             epoch_loss += loss.detach() * len(idx)
+        steps += len(batches)
         train_loss = float(epoch_loss) / len(X)
         val_loss = validation_loss() if len(val_batches) else train_loss
         if not (math.isfinite(train_loss) and math.isfinite(val_loss)):
@@ -201,17 +218,68 @@ def pretrain_encoder(
             on_epoch(epoch, train_loss, val_loss)
         if stopping.should_stop(epoch):
             break
+        if cfg.max_steps and steps >= cfg.max_steps:
+            result.capped = True
+            break
         if throttle.ready() and epoch > 1:
             elapsed = time.perf_counter() - start
             per_epoch = elapsed / epoch
-            stop_by = stopping.stops_by(cfg.max_epochs)
+            epoch_cap = cfg.max_epochs
+            if cfg.max_steps:
+                epoch_cap = min(epoch_cap, math.ceil(cfg.max_steps / len(batches)))
+            stop_by = stopping.stops_by(epoch_cap)
             log(f"  {label} epoch {epoch:5d}  loss {train_loss:.4f}  val {val_loss:.4f}  "
                 f"best {result.best_val_loss:.4f}@{result.best_epoch}  {format_seconds(elapsed)} elapsed, "
                 f"stops by epoch {stop_by} if no improvement (~{format_seconds((stop_by - epoch) * per_epoch)} left)")
     result.seconds = time.perf_counter() - start
+    result.steps = steps
     encoder.load_state_dict(best_state if best_state is not None else encoder.state_dict())
     result.encoder_state = {k: v.detach().cpu() for k, v in encoder.state_dict().items()}
     return result
+
+
+def plan_workers(cfg: PretrainConfig, n_seeds: int, device: torch.device) -> tuple[int, int]:
+    """(processes, torch threads each) for training ``n_seeds`` seeds of one stage.
+
+    ``pretrain.workers`` 0 (auto) trains min(seeds, cores) seeds at once on a CPU, one on CUDA;
+    the ``pretrain.threads`` budget (0 = all cores) is shared out among them. On two cores two
+    one-thread processes train ~1.2-1.4x more rows per second than one two-thread process (the
+    per-step products are too small to keep two threads busy)."""
+    cores = os.cpu_count() or 1
+    budget = cfg.threads if cfg.threads > 0 else cores
+    if device.type != "cpu":
+        workers = 1
+    elif cfg.workers > 0:
+        workers = cfg.workers
+    else:
+        workers = min(n_seeds, budget)
+    workers = max(1, min(workers, n_seeds))
+    return workers, max(1, budget // workers)
+
+
+def _train_in_worker(threads: int, kwargs: dict) -> PretrainResult:
+    torch.set_num_threads(threads)
+    return pretrain_encoder(**kwargs)
+
+
+def pretrain_many(tasks: list[dict], workers: int, threads: int) -> Iterator[PretrainResult]:
+    """``pretrain_encoder(**task)`` for every task, yielded in task order. With ``workers`` > 1
+    the tasks run in that many spawned processes with ``threads`` torch threads each (a task's
+    result depends only on its own arguments and the thread count)."""
+    if workers <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            yield pretrain_encoder(**task)
+        return
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = [pool.submit(_train_in_worker, threads, task) for task in tasks]
+        try:
+            for future in futures:
+                yield future.result()
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
 
 
 @torch.no_grad()

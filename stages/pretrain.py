@@ -9,7 +9,7 @@ import torch
 from seba.cli import run_stage
 from seba.config import load_params, ratio_tag
 from seba.data import check_shots, EncodedTable, load_split, scale
-from seba.pretrain import pretrain_encoder
+from seba.pretrain import plan_workers, pretrain_many
 from seba.runtime import resolve_precision, atomic_path, configure_threads, format_seconds, log, repo_root, select_device, write_json
 from seba.tracking import Tracker
 
@@ -40,25 +40,35 @@ def main() -> None:
     for seed in params.seeds:  # every seed's split exists and can serve the shots: fail before training
         split = load_split(splits_path, seed)
         check_shots(table.y[split.test], table.classes, params.evaluate.shots, args.dataset, seed)
+    workers, worker_threads = plan_workers(cfg, len(params.seeds), device)
+    if workers > 1:
+        tracked.update({"workers": workers, "threads_per_worker": worker_threads})
+        log(f"[pretrain {args.dataset} r={args.ratio:g}] {len(params.seeds)} seeds, {workers} at a time "
+            f"({worker_threads} torch thread{'s' if worker_threads > 1 else ''} each)")
+    tasks, labels = [], []
+    for i, seed in enumerate(params.seeds, start=1):
+        split = load_split(splits_path, seed)
+        X = scale(table, split.train)
+        label = f"[pretrain {args.dataset} r={args.ratio:g} seed {seed} ({i}/{len(params.seeds)})]"
+        log(f"{label} {len(split.train)} train / {len(split.val)} val rows, {X.shape[1]} columns, "
+            f"{table.n_groups} groups, on {device} ({resolve_precision(cfg.precision, device)})")
+        tasks.append({"x_train": X[split.train], "x_val": X[split.val], "groups": table.groups,
+                      "ratio": args.ratio, "seed": seed, "cfg": cfg, "device": device, "label": label})
+        labels.append(label)
     stage_start = time.perf_counter()
     with Tracker("pretrain", f"pretrain {args.dataset} r={args.ratio:g}", params=tracked,
                  tags={"dataset": args.dataset, "ratio": f"{args.ratio:g}"}, root=root) as tracker:
-        for i, seed in enumerate(params.seeds, start=1):
-            split = load_split(root / "data" / "splits" / f"{args.dataset}.npz", seed)
-            X = scale(table, split.train)
-            label = f"[pretrain {args.dataset} r={args.ratio:g} seed {seed} ({i}/{len(params.seeds)})]"
-            log(f"{label} {len(split.train)} train / {len(split.val)} val rows, {X.shape[1]} columns, "
-                f"{table.n_groups} groups, on {device} ({resolve_precision(cfg.precision, device)})")
+        results = pretrain_many(tasks, workers, worker_threads)
+        for i, (seed, label, result) in enumerate(zip(params.seeds, labels, results), start=1):
             child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed})
-            result = pretrain_encoder(X[split.train], X[split.val], table.groups, args.ratio, seed, cfg,
-                                      device, label=label)
             with atomic_path(out_dir / f"seed{seed}.pt") as tmp:
                 torch.save({"encoder": result.encoder_state, "model_config": model_config,
                             "pretrain_config": dataclasses.asdict(cfg), "dataset": args.dataset,
                             "ratio": args.ratio, "seed": seed, "best_epoch": result.best_epoch}, tmp)
             summary = {"best_epoch": result.best_epoch, "stop_epoch": result.stop_epoch,
                        "best_val_loss": result.best_val_loss, "seconds": round(result.seconds, 3),
-                       "masked_columns": result.masked_columns}
+                       "masked_columns": result.masked_columns, "steps": result.steps,
+                       "capped": int(result.capped)}
             training_log["precision"] = result.precision
             training_log["seeds"][str(seed)] = {**summary, "train_loss": result.train_loss,
                                                 "val_loss": result.val_loss}
@@ -69,8 +79,9 @@ def main() -> None:
                                 f"seed{seed}_val_loss": list(enumerate(result.val_loss, start=1))})
             tracker.end_child(child)
             elapsed = time.perf_counter() - stage_start
-            log(f"{label} done: best val {result.best_val_loss:.4f} at epoch {result.best_epoch}, stopped at "
-                f"{result.stop_epoch}, {format_seconds(result.seconds)}; stage "
+            why = f"step cap {cfg.max_steps} reached" if result.capped else "stopped"
+            log(f"{label} done: best val {result.best_val_loss:.4f} at epoch {result.best_epoch}, {why} at "
+                f"epoch {result.stop_epoch} ({result.steps} steps), {format_seconds(result.seconds)}; stage "
                 f"~{format_seconds(elapsed / i * (len(params.seeds) - i))} left")
         tracker.log_metrics({"seconds": round(time.perf_counter() - stage_start, 3)})
     write_json(out_dir / "log.json", training_log)
