@@ -71,3 +71,48 @@ def test_min_delta_stops_on_insignificant_improvements_but_keeps_the_best_weight
     assert strict.best_val_loss == min(strict.val_loss)
     assert strict.val_loss[strict.best_epoch - 1] == strict.best_val_loss
     assert plain.stop_epoch >= strict.stop_epoch
+
+
+def test_max_steps_caps_training_at_the_end_of_an_epoch_on_the_same_path():
+    X, groups = toy_table()  # 250 train rows, batch 64: 4 optimiser steps per epoch
+    free = pretrain_encoder(X[:250], X[250:], groups, 0.3, seed=4, cfg=small_cfg(max_epochs=12, patience=100),
+                            device=torch.device("cpu"))
+    capped = pretrain_encoder(X[:250], X[250:], groups, 0.3, seed=4,
+                              cfg=small_cfg(max_epochs=12, patience=100, max_steps=10),
+                              device=torch.device("cpu"))
+    assert not free.capped and free.steps == 12 * 4
+    assert capped.capped and capped.stop_epoch == 3 and capped.steps == 12  # first epoch end >= 10 steps
+    assert capped.val_loss == free.val_loss[:3]
+    assert capped.best_val_loss == min(capped.val_loss)
+
+
+def test_plan_workers_shares_the_thread_budget_among_seeds():
+    from seba.pretrain import plan_workers
+
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert plan_workers(small_cfg(threads=2, workers=0), 3, cpu) == (2, 1)
+    assert plan_workers(small_cfg(threads=2, workers=0), 1, cpu) == (1, 2)
+    assert plan_workers(small_cfg(threads=4, workers=2), 5, cpu) == (2, 2)
+    assert plan_workers(small_cfg(threads=1, workers=3), 3, cpu) == (3, 1)
+    assert plan_workers(small_cfg(threads=2, workers=4), 2, cpu) == (2, 1)  # never more than seeds
+    assert plan_workers(small_cfg(threads=2, workers=0), 3, cuda) == (1, 2)  # one GPU process
+
+
+def test_seeds_trained_in_parallel_processes_equal_the_same_runs_in_turn():
+    from seba.pretrain import pretrain_many
+
+    X, groups = toy_table()
+    tasks = [{"x_train": X[:250], "x_val": X[250:], "groups": groups, "ratio": 0.3, "seed": seed,
+              "cfg": small_cfg(max_epochs=4), "device": torch.device("cpu")} for seed in (1, 2, 3)]
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # the workers' thread count: the same rounding path
+    try:
+        in_turn = list(pretrain_many(tasks, workers=1, threads=1))
+    finally:
+        torch.set_num_threads(before)
+    parallel = list(pretrain_many(tasks, workers=2, threads=1))
+    assert [r.val_loss for r in parallel] == [r.val_loss for r in in_turn]
+    for a, b in zip(parallel, in_turn):
+        for key in a.encoder_state:
+            assert torch.equal(a.encoder_state[key], b.encoder_state[key])
+    assert parallel[0].val_loss != parallel[1].val_loss  # each seed its own run, in task order
