@@ -32,10 +32,14 @@ def train_probes(features: torch.Tensor, support: torch.Tensor, support_labels: 
     weights of the best train accuracy. Adam is element-wise and every probe's gradient is its
     own, so a probe's path is the same as if it were trained alone.
 
-    Speed: probes are taken in chunks whose support features fit in ``chunk_bytes`` (so they
-    stay in cache across iterations); gradients are written out (softmax minus one-hot), not
-    taken by autograd; when half of a chunk's probes have stopped, the chunk is compacted to
-    the ones still running, so a long-running probe does not keep the finished ones busy.
+    Speed: the bias is folded into the weights (the support features get a column of ones), so
+    one batched product gives the logits, one gives the whole gradient, and one Adam update
+    covers weights and bias; the support is kept in both layouts, [S, F] and [F, S], so that both
+    products write a wide output ([C, S] logits, [C, F] gradient), which runs about twice as fast
+    as a [S, C] one on a CPU; gradients are written out (softmax minus one-hot), not taken by
+    autograd; probes are taken in chunks whose two copies of the support fit in ``chunk_bytes``
+    (cache-sized); when half of a chunk's probes have stopped, the chunk is compacted to the
+    ones still running, so a long-running probe does not keep the finished ones busy.
     Returns weights [M, E, F, C], biases [M, E, C] and iterations used [M, E].
     """
     M, E = features.shape[0], support.shape[0]
@@ -46,34 +50,41 @@ def train_probes(features: torch.Tensor, support: torch.Tensor, support_labels: 
     bias0 = ((torch.rand(M, E, n_classes, generator=generator) * 2 - 1) * bound).to(device)
     labels = support_labels.to(device)
     S = labels.numel()
-    onehot = F.one_hot(labels, n_classes).to(features.dtype)  # [S, C]
+    onehot = F.one_hot(labels, n_classes).to(features.dtype).T.contiguous()  # [C, S]
+    is_label = onehot.bool()  # [C, S]
+    up_to_label = torch.arange(n_classes, device=device)[:, None] <= labels[None, :]  # [C, S]
     n_probes = M * E
-    # Results, in [C, F] layout while training (the faster one for the batched products).
-    best_weight = weight0.reshape(n_probes, n_features, n_classes).transpose(1, 2).contiguous()
-    best_bias = bias0.reshape(n_probes, n_classes).clone()
+    # Results, as [C, F + 1] (weights, then the bias) per probe while training.
+    best = torch.cat([weight0.reshape(n_probes, n_features, n_classes).transpose(1, 2),
+                      bias0.reshape(n_probes, n_classes, 1)], dim=2).contiguous()
     iterations = torch.zeros(n_probes, dtype=torch.long, device=device)
-    chunk = max(1, min(n_probes, chunk_bytes // max(1, S * n_features * features.element_size())))
+    width = n_features + 1
+    chunk = max(1, min(n_probes, chunk_bytes // max(1, 2 * S * width * features.element_size())))
     b1, b2 = betas
     with torch.no_grad():
         for first in range(0, n_probes, chunk):
             ids = torch.arange(first, min(first + chunk, n_probes), device=device)
-            x = features[(ids // E)[:, None], support[ids % E]]  # [P, S, F]
-            w = best_weight[ids].clone()  # [P, C, F]
-            b = best_bias[ids].clone()  # [P, C]
-            m_w, v_w = torch.zeros_like(w), torch.zeros_like(w)
-            m_b, v_b = torch.zeros_like(b), torch.zeros_like(b)
+            x = torch.ones(len(ids), S, width, dtype=features.dtype, device=device)  # [P, S, F + 1]
+            x[:, :, :n_features] = features[(ids // E)[:, None], support[ids % E]]
+            xt = x.transpose(1, 2).contiguous()  # [P, F + 1, S]
+            w = best[ids].clone()  # [P, C, F + 1]
+            m, v = torch.zeros_like(w), torch.zeros_like(w)
             best_acc = torch.full((len(ids),), -1.0, device=device)
             best_iter = torch.zeros(len(ids), dtype=torch.long, device=device)
             active = torch.ones(len(ids), dtype=torch.bool, device=device)
             for it in range(max_iters + 1):
-                logits = torch.baddbmm(b[:, None, :], x, w.transpose(1, 2))  # [P, S, C]
-                acc = (logits.argmax(-1) == labels).float().mean(-1)
+                logits = torch.bmm(w, xt)  # [P, C, S]
+                top = logits.amax(1, keepdim=True)  # [P, 1, S]
+                # argmax == label, ties to the first class as argmax does (argmax over the short
+                # strided class axis is ~15x slower than amax): the label is a maximum and no
+                # earlier class is one
+                wrong = ((logits == top) & up_to_label).logical_xor_(is_label).any(1)  # [P, S]
+                acc = 1.0 - wrong.float().mean(-1)
                 improved = active & (acc > best_acc)
                 if bool(improved.any()):
                     best_acc = torch.where(improved, acc, best_acc)
                     best_iter = torch.where(improved, it, best_iter)
-                    best_weight[ids[improved]] = w[improved]
-                    best_bias[ids[improved]] = b[improved]
+                    best[ids[improved]] = w[improved]
                 done = active & ((acc >= 1.0) | (it - best_iter >= patience))
                 iterations[ids[done]] = it
                 active = active & ~done
@@ -85,25 +96,20 @@ def train_probes(features: torch.Tensor, support: torch.Tensor, support_labels: 
                     break
                 if 2 * n_active <= len(ids):  # compact to the probes still running
                     keep = active.nonzero().squeeze(1)
-                    ids, x, w, b = ids[keep], x[keep], w[keep], b[keep]
-                    m_w, v_w, m_b, v_b = m_w[keep], v_w[keep], m_b[keep], v_b[keep]
-                    best_acc, best_iter, logits = best_acc[keep], best_iter[keep], logits[keep]
+                    ids, x, xt, w, m, v = ids[keep], x[keep], xt[keep], w[keep], m[keep], v[keep]
+                    best_acc, best_iter, logits, top = best_acc[keep], best_iter[keep], logits[keep], top[keep]
                     active = torch.ones(len(ids), dtype=torch.bool, device=device)
                 # d(mean cross-entropy)/d logits = (softmax - onehot) / S
                 # (softmax written out: torch's kernel is slow for a last dimension of a few classes)
-                grad_logits = (logits - logits.amax(-1, keepdim=True)).exp_()
-                grad_logits.div_(grad_logits.sum(-1, keepdim=True)).sub_(onehot).div_(S)  # [P, S, C]
-                grad_w = torch.bmm(grad_logits.transpose(1, 2), x)  # [P, C, F]
-                grad_b = grad_logits.sum(1)  # [P, C]
+                grad = (logits - top).exp_()
+                grad.div_(grad.sum(1, keepdim=True)).sub_(onehot).div_(S)  # [P, C, S]
+                grad = torch.bmm(grad, x)  # [P, C, F + 1]: weights and bias
                 step = it + 1
-                step_size = lr / (1 - b1 ** step)
-                root_correction = (1 - b2 ** step) ** 0.5
-                for p, g, m_, v_ in ((w, grad_w, m_w, v_w), (b, grad_b, m_b, v_b)):
-                    m_.lerp_(g, 1 - b1)
-                    v_.mul_(b2).addcmul_(g, g, value=1 - b2)
-                    p.addcdiv_(m_, v_.sqrt().div_(root_correction).add_(eps), value=-step_size)
-    weight = best_weight.transpose(1, 2).reshape(M, E, n_features, n_classes)
-    return weight, best_bias.reshape(M, E, n_classes), iterations.reshape(M, E)
+                m.lerp_(grad, 1 - b1)
+                v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
+                w.addcdiv_(m, v.sqrt().div_((1 - b2 ** step) ** 0.5).add_(eps), value=-lr / (1 - b1 ** step))
+    weight = best[:, :, :n_features].transpose(1, 2).reshape(M, E, n_features, n_classes)
+    return weight, best[:, :, n_features].reshape(M, E, n_classes), iterations.reshape(M, E)
 
 
 def probe_logits(features: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
