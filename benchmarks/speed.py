@@ -6,7 +6,8 @@ Prints:
 1. the plain matrix-multiply peak (fp32 and bf16) of this machine: the baseline;
 2. one SeBA training step (encoder + projector + InfoNCE + backward + Adam) on a 1024-row batch
    with each table's real width: ms per step, rows per second, achieved GFLOP/s and the share of
-   the matmul peak, fp32 and bf16 autocast;
+   the matmul peak, fp32 and bf16 autocast; then one process with all threads against one
+   one-thread process per core (what `pretrain.workers` does with several seeds);
 3. few-shot evaluation of one seed of karhunen from encoded test features to accuracies:
    100 episodes x 3 shots x (5 ratio members + ensemble), with the default evaluate params;
 4. with a pipeline run present, the no-op `dvc repro` time (run twice, best taken) and the
@@ -32,7 +33,7 @@ from seba.config import load_params  # noqa: E402
 from seba.data import encode_table, load_snapshot, make_split, scale  # noqa: E402
 from seba.evaluate import ENSEMBLE, evaluate_members, summarise  # noqa: E402
 from seba.objective import expand_mask, masked_group_count, sample_group_mask  # noqa: E402
-from seba.pretrain import build_models, encode, pretrain_encoder, seba_loss  # noqa: E402
+from seba.pretrain import build_models, encode, make_adam, pretrain_encoder, seba_loss  # noqa: E402
 
 
 def timed(fn, repeats: int, warmup: int = 2) -> float:
@@ -85,7 +86,8 @@ def step_benchmark(name: str, params, peaks: dict) -> None:
     for precision in ("fp32", "bf16"):
         cfg = params.pretrain.__class__(**{**vars(params.pretrain), "precision": precision})
         encoder, projector = build_models(d, cfg, 0)
-        optimiser = torch.optim.Adam(list(encoder.parameters()) + list(projector.parameters()), lr=cfg.lr)
+        optimiser = make_adam(list(encoder.parameters()) + list(projector.parameters()), cfg.lr,
+                              torch.device("cpu"))
 
         def step():
             mask = expand_mask(sample_group_mask(n_groups, k, gen), groups)
@@ -100,6 +102,63 @@ def step_benchmark(name: str, params, peaks: dict) -> None:
         print(f"  {name:9s} D={d:4d} B={batch:4d} {precision}: {seconds * 1e3:7.1f} ms/step  "
               f"{batch / seconds:8.0f} rows/s  {gflops:6.1f} GFLOP/s  = {100 * gflops / peak:5.1f} % of "
               f"{precision} matmul peak ({100 * gflops / peaks['fp32']:5.1f} % of fp32 peak)")
+
+
+def _steps_in_process(name: str, threads: int, steps: int, queue) -> None:
+    """Run ``steps`` bf16/fp32 (precision auto) training steps of ``name`` with ``threads``
+    threads; put (start, end) wall times on ``queue``."""
+    torch.set_num_threads(threads)
+    params = load_params(ROOT / "params.yaml")
+    table, split = load_table(name, params)
+    X = torch.as_tensor(scale(table, split.train)[split.train], dtype=torch.float32)
+    xb = X[:min(1024, len(X))]
+    groups = torch.as_tensor(table.groups, dtype=torch.long)
+    n_groups = int(table.groups.max()) + 1
+    gen = torch.Generator().manual_seed(0)
+    k = masked_group_count(n_groups, 0.3, 1)
+    from seba.runtime import resolve_precision
+    cfg = params.pretrain.__class__(**{**vars(params.pretrain),
+                                       "precision": resolve_precision("auto", torch.device("cpu"))})
+    encoder, projector = build_models(X.shape[1], cfg, 0)
+    optimiser = make_adam(list(encoder.parameters()) + list(projector.parameters()), cfg.lr, torch.device("cpu"))
+
+    def step():
+        mask = expand_mask(sample_group_mask(n_groups, k, gen), groups)
+        loss = seba_loss(encoder, projector, xb, mask, cfg)
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        optimiser.step()
+
+    for _ in range(3):
+        step()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    queue.put((start, time.perf_counter()))
+
+
+def workers_benchmark(name: str = "income", steps: int = 30) -> None:
+    """Rows per second of one process with all threads against one process per core with one
+    thread each (what `pretrain.workers` does with several seeds), same steps, same run."""
+    import multiprocessing
+
+    cores = torch.get_num_threads()
+    context = multiprocessing.get_context("spawn")
+    results = {}
+    for processes, threads in ((1, cores), (cores, 1)):
+        queue = context.Queue()
+        procs = [context.Process(target=_steps_in_process, args=(name, threads, steps, queue))
+                 for _ in range(processes)]
+        for p in procs:
+            p.start()
+        spans = [queue.get() for _ in procs]
+        for p in procs:
+            p.join()
+        wall = max(end for _, end in spans) - min(start for start, _ in spans)
+        results[(processes, threads)] = processes * steps * 1024 / wall
+        print(f"  {name}: {processes} process(es) x {threads} thread(s): {results[(processes, threads)]:8.0f} rows/s")
+    print(f"  one-thread processes / one {cores}-thread process: "
+          f"{results[(cores, 1)] / results[(1, cores)]:.2f}x rows per second")
 
 
 def evaluation_benchmark(params) -> None:
@@ -180,6 +239,9 @@ def main() -> None:
     print("2. one SeBA training step on a 1024-row batch (r = 0.3)")
     for name in args.tables.split(","):
         step_benchmark(name.strip(), params, peaks)
+    if torch.get_num_threads() > 1:
+        print("2b. several seeds at once (pretrain.workers): processes x threads, 1024-row income steps")
+        workers_benchmark()
     if not args.skip_eval:
         print("3. few-shot evaluation from encoded features")
         evaluation_benchmark(params)
