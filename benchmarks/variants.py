@@ -1,0 +1,100 @@
+"""One table, several seeds, several pretraining / split variants, scored on the same kind of
+episodes: for finding out why a cell misses the paper (the alternatives the reference notes list).
+
+Usage (repository root):
+  python benchmarks/variants.py --dataset diabetes --seeds 0 1 2 \
+      --variant default --variant test_fraction=0.2 --variant validation=fresh \
+      --variant encoder_out=1024 --variant precision=fp32,min_delta=0
+
+A variant is `key=value[,key=value]` over `split.*` and `pretrain.*` keys (`default` = params.yaml
+as it is). Each variant runs the pipeline's own code in-process (split, pretrain every ratio,
+evaluate); prints the ensemble's mean accuracy per shot, the mean over seeds, and the paper's
+value. Not part of the test suite.
+"""
+
+import argparse
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from seba.config import load_params  # noqa: E402
+from seba.data import encode_table, load_snapshot, make_split, scale  # noqa: E402
+from seba.evaluate import ENSEMBLE, evaluate_members  # noqa: E402
+from seba.pretrain import encode, pretrain_encoder  # noqa: E402
+
+
+def parse_variant(text: str) -> dict:
+    if text == "default":
+        return {}
+    out = {}
+    for part in text.split(","):
+        key, value = part.split("=", 1)
+        out[key.strip()] = value.strip()
+    return out
+
+
+def cast(template, value: str):
+    if isinstance(template, bool):
+        return value.lower() in ("1", "true", "yes")
+    return type(template)(value)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--variant", action="append", default=[])
+    args = parser.parse_args()
+    params = load_params(ROOT / "params.yaml")
+    frame, _ = load_snapshot(params.sources[args.dataset].openml_id, ROOT / "data" / "snapshot")
+    table = encode_table(frame)
+    paper = pd.read_csv(ROOT / "data" / "reference" / "paper_results.csv")
+    paper = paper[(paper["table"] == "main") & (paper["method"] == "SeBA") & (paper["dataset"] == args.dataset)]
+    device = torch.device("cpu")
+    rows = []
+    for text in args.variant or ["default"]:
+        changes = parse_variant(text)
+        split_cfg, cfg = params.split, params.pretrain
+        for key, value in changes.items():
+            if hasattr(split_cfg, key):
+                split_cfg = dataclasses.replace(split_cfg, **{key: cast(getattr(split_cfg, key), value)})
+            else:
+                cfg = dataclasses.replace(cfg, **{key: cast(getattr(cfg, key), value)})
+        cfg = dataclasses.replace(cfg, progress_seconds=1e9)
+        start = time.perf_counter()
+        for seed in args.seeds:
+            split = make_split(table.y, seed, split_cfg.test_fraction, split_cfg.val_fraction)
+            X = scale(table, split.train)
+            features = []
+            for ratio in cfg.ratios:
+                result = pretrain_encoder(X[split.train], X[split.val], table.groups, ratio, seed, cfg, device)
+                features.append(encode(result.encoder_state, {"in_features": X.shape[1],
+                                                              "encoder_hidden": cfg.encoder_hidden,
+                                                              "encoder_out": cfg.encoder_out,
+                                                              "encoder_out_relu": cfg.encoder_out_relu},
+                                       X[split.test], device))
+            episodes = evaluate_members(torch.stack(features), [f"r{r:g}" for r in cfg.ratios],
+                                        table.y[split.test], len(table.classes), seed, params.evaluate,
+                                        args.dataset)
+            ens = episodes[episodes["member"] == ENSEMBLE].groupby("shot")["accuracy"].mean()
+            for shot, acc in ens.items():
+                rows.append({"variant": text, "seed": seed, "shot": int(shot), "accuracy": float(acc)})
+        print(f"{text}: {time.perf_counter() - start:.0f} s", flush=True)
+    result = pd.DataFrame(rows)
+    table_out = result.pivot_table(index=["variant", "seed"], columns="shot", values="accuracy")
+    print(table_out.round(2).to_string())
+    means = result.groupby(["variant", "shot"])["accuracy"].mean().unstack()
+    means.loc["paper"] = paper.set_index("shot")["accuracy"]
+    print("\nmean over seeds (ensemble accuracy, %):")
+    print(means.round(2).to_string())
+
+
+if __name__ == "__main__":
+    main()
