@@ -104,9 +104,10 @@ def step_benchmark(name: str, params, peaks: dict) -> None:
               f"{precision} matmul peak ({100 * gflops / peaks['fp32']:5.1f} % of fp32 peak)")
 
 
-def _steps_in_process(name: str, threads: int, steps: int, queue) -> None:
+def _steps_in_process(name: str, threads: int, steps: int, queue, barrier) -> None:
     """Run ``steps`` bf16/fp32 (precision auto) training steps of ``name`` with ``threads``
-    threads; put (start, end) wall times on ``queue``."""
+    threads, starting together with the other processes (``barrier``, after loading and warm-up);
+    put (start, end) wall times on ``queue``."""
     torch.set_num_threads(threads)
     params = load_params(ROOT / "params.yaml")
     table, split = load_table(name, params)
@@ -131,13 +132,14 @@ def _steps_in_process(name: str, threads: int, steps: int, queue) -> None:
 
     for _ in range(3):
         step()
+    barrier.wait()
     start = time.perf_counter()
     for _ in range(steps):
         step()
     queue.put((start, time.perf_counter()))
 
 
-def workers_benchmark(name: str = "income", steps: int = 30) -> None:
+def workers_benchmark(name: str = "income", steps: int = 60) -> None:
     """Rows per second of one process with all threads against one process per core with one
     thread each (what `pretrain.workers` does with several seeds), same steps, same run."""
     import multiprocessing
@@ -146,8 +148,8 @@ def workers_benchmark(name: str = "income", steps: int = 30) -> None:
     context = multiprocessing.get_context("spawn")
     results = {}
     for processes, threads in ((1, cores), (cores, 1)):
-        queue = context.Queue()
-        procs = [context.Process(target=_steps_in_process, args=(name, threads, steps, queue))
+        queue, barrier = context.Queue(), context.Barrier(processes)
+        procs = [context.Process(target=_steps_in_process, args=(name, threads, steps, queue, barrier))
                  for _ in range(processes)]
         for p in procs:
             p.start()
