@@ -73,53 +73,16 @@ def load_table(name: str, params):
     return table, split
 
 
-def step_benchmark(name: str, params, peaks: dict) -> None:
-    table, split = load_table(name, params)
-    X = torch.as_tensor(scale(table, split.train)[split.train], dtype=torch.float32)
-    d = X.shape[1]
-    batch = min(1024, len(X))
-    xb = X[:batch]
-    groups = torch.as_tensor(table.groups, dtype=torch.long)
-    n_groups = int(table.groups.max()) + 1
-    gen = torch.Generator().manual_seed(0)
-    k = masked_group_count(n_groups, 0.3, 1)
-    for precision in ("fp32", "bf16"):
-        cfg = params.pretrain.__class__(**{**vars(params.pretrain), "precision": precision})
-        encoder, projector = build_models(d, cfg, 0)
-        optimiser = make_adam(list(encoder.parameters()) + list(projector.parameters()), cfg.lr,
-                              torch.device("cpu"))
-
-        def step():
-            mask = expand_mask(sample_group_mask(n_groups, k, gen), groups)
-            loss = seba_loss(encoder, projector, xb, mask, cfg)
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            optimiser.step()
-
-        seconds = timed(step, repeats=20, warmup=3)
-        gflops = step_flops(batch, d, cfg) / seconds / 1e9
-        peak = peaks[precision]
-        print(f"  {name:9s} D={d:4d} B={batch:4d} {precision}: {seconds * 1e3:7.1f} ms/step  "
-              f"{batch / seconds:8.0f} rows/s  {gflops:6.1f} GFLOP/s  = {100 * gflops / peak:5.1f} % of "
-              f"{precision} matmul peak ({100 * gflops / peaks['fp32']:5.1f} % of fp32 peak)")
-
-
-def _steps_in_process(name: str, threads: int, steps: int, queue, barrier) -> None:
-    """Run ``steps`` bf16/fp32 (precision auto) training steps of ``name`` with ``threads``
-    threads, starting together with the other processes (``barrier``, after loading and warm-up);
-    put (start, end) wall times on ``queue``."""
-    torch.set_num_threads(threads)
-    params = load_params(ROOT / "params.yaml")
-    table, split = load_table(name, params)
+def training_step(table, split, params, precision: str):
+    """A closure running one SeBA training step (r = 0.3) on the first 1024 train rows of one
+    seed's split, with the pipeline's models and Adam; returns (step, batch rows, columns)."""
     X = torch.as_tensor(scale(table, split.train)[split.train], dtype=torch.float32)
     xb = X[:min(1024, len(X))]
     groups = torch.as_tensor(table.groups, dtype=torch.long)
     n_groups = int(table.groups.max()) + 1
     gen = torch.Generator().manual_seed(0)
     k = masked_group_count(n_groups, 0.3, 1)
-    from seba.runtime import resolve_precision
-    cfg = params.pretrain.__class__(**{**vars(params.pretrain),
-                                       "precision": resolve_precision("auto", torch.device("cpu"))})
+    cfg = params.pretrain.__class__(**{**vars(params.pretrain), "precision": precision})
     encoder, projector = build_models(X.shape[1], cfg, 0)
     optimiser = make_adam(list(encoder.parameters()) + list(projector.parameters()), cfg.lr, torch.device("cpu"))
 
@@ -130,6 +93,31 @@ def _steps_in_process(name: str, threads: int, steps: int, queue, barrier) -> No
         loss.backward()
         optimiser.step()
 
+    return step, len(xb), X.shape[1], cfg
+
+
+def step_benchmark(name: str, params, peaks: dict) -> None:
+    table, split = load_table(name, params)
+    for precision in ("fp32", "bf16"):
+        step, batch, d, cfg = training_step(table, split, params, precision)
+        seconds = timed(step, repeats=20, warmup=3)
+        gflops = step_flops(batch, d, cfg) / seconds / 1e9
+        peak = peaks[precision]
+        print(f"  {name:9s} D={d:4d} B={batch:4d} {precision}: {seconds * 1e3:7.1f} ms/step  "
+              f"{batch / seconds:8.0f} rows/s  {gflops:6.1f} GFLOP/s  = {100 * gflops / peak:5.1f} % of "
+              f"{precision} matmul peak ({100 * gflops / peaks['fp32']:5.1f} % of fp32 peak)")
+
+
+def _steps_in_process(name: str, threads: int, steps: int, queue, barrier) -> None:
+    """Run ``steps`` training steps of ``name`` (precision auto) with ``threads`` threads,
+    starting together with the other processes (``barrier``, after loading and warm-up); put
+    (start, end) wall times on ``queue``."""
+    from seba.runtime import resolve_precision
+
+    torch.set_num_threads(threads)
+    params = load_params(ROOT / "params.yaml")
+    table, split = load_table(name, params)
+    step, _, _, _ = training_step(table, split, params, resolve_precision("auto", torch.device("cpu")))
     for _ in range(3):
         step()
     barrier.wait()
