@@ -176,10 +176,15 @@ def pretrain_encoder(
     result = PretrainResult(encoder_state={}, masked_columns=k, precision=cfg.precision)
     best_state = None
     stopping = EarlyStopping(cfg.patience, cfg.min_delta)
-    steps = 0
+    # Every epoch has the same number of batches, so the step cap is an epoch limit: training
+    # stops after the first epoch that reaches pretrain.max_steps optimiser steps.
+    steps_per_epoch = len(_batches(len(X), cfg.batch_size, torch.arange(len(X))))
+    epoch_limit = cfg.max_epochs
+    if cfg.max_steps and steps_per_epoch:
+        epoch_limit = min(epoch_limit, math.ceil(cfg.max_steps / steps_per_epoch))
     throttle = Throttle(cfg.progress_seconds)
     start = time.perf_counter()
-    for epoch in range(1, cfg.max_epochs + 1):
+    for epoch in range(1, epoch_limit + 1):
         # The epoch's shuffle, masks and permutations are drawn on the CPU generator (the same
         # draws on every device) and moved to the device once per epoch, not once per batch.
         order = torch.randperm(len(X), generator=gen)
@@ -201,7 +206,6 @@ def pretrain_encoder(
             loss.backward()
             optimiser.step()
             epoch_loss += loss.detach() * len(idx)
-        steps += len(batches)
         train_loss = float(epoch_loss) / len(X)
         val_loss = validation_loss() if len(val_batches) else train_loss
         if not (math.isfinite(train_loss) and math.isfinite(val_loss)):
@@ -218,21 +222,17 @@ def pretrain_encoder(
             on_epoch(epoch, train_loss, val_loss)
         if stopping.should_stop(epoch):
             break
-        if cfg.max_steps and steps >= cfg.max_steps:
-            result.capped = True
-            break
         if throttle.ready() and epoch > 1:
             elapsed = time.perf_counter() - start
             per_epoch = elapsed / epoch
-            epoch_cap = cfg.max_epochs
-            if cfg.max_steps:
-                epoch_cap = min(epoch_cap, math.ceil(cfg.max_steps / len(batches)))
-            stop_by = stopping.stops_by(epoch_cap)
+            stop_by = stopping.stops_by(epoch_limit)
             log(f"  {label} epoch {epoch:5d}  loss {train_loss:.4f}  val {val_loss:.4f}  "
                 f"best {result.best_val_loss:.4f}@{result.best_epoch}  {format_seconds(elapsed)} elapsed, "
                 f"stops by epoch {stop_by} if no improvement (~{format_seconds((stop_by - epoch) * per_epoch)} left)")
     result.seconds = time.perf_counter() - start
-    result.steps = steps
+    result.steps = result.stop_epoch * steps_per_epoch
+    result.capped = bool(cfg.max_steps and result.steps >= cfg.max_steps
+                         and not stopping.should_stop(result.stop_epoch))
     encoder.load_state_dict(best_state if best_state is not None else encoder.state_dict())
     result.encoder_state = {k: v.detach().cpu() for k, v in encoder.state_dict().items()}
     return result
@@ -243,8 +243,8 @@ def plan_workers(cfg: PretrainConfig, n_seeds: int, device: torch.device) -> tup
 
     ``pretrain.workers`` 0 (auto) trains min(seeds, cores) seeds at once on a CPU, one on CUDA;
     the ``pretrain.threads`` budget (0 = all cores) is shared out among them. On two cores two
-    one-thread processes train ~1.2-1.4x more rows per second than one two-thread process (the
-    per-step products are too small to keep two threads busy)."""
+    one-thread processes stepping together train 1.21x the rows per second of one two-thread
+    process (benchmarks/speed.py: the per-step products are too small to keep two threads busy)."""
     cores = os.cpu_count() or 1
     budget = cfg.threads if cfg.threads > 0 else cores
     if device.type != "cpu":

@@ -37,29 +37,29 @@ def main() -> None:
                "pretrain": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "ratios"}}
     training_log = {"dataset": args.dataset, "ratio": args.ratio, "device": str(device), "seeds": {}}
     splits_path = root / "data" / "splits" / f"{args.dataset}.npz"
-    for seed in params.seeds:  # every seed's split exists and can serve the shots: fail before training
-        split = load_split(splits_path, seed)
+    tasks = []
+    for i, seed in enumerate(params.seeds, start=1):  # every seed's split exists and can serve the shots:
+        split = load_split(splits_path, seed)          # fail before any training
         check_shots(table.y[split.test], table.classes, params.evaluate.shots, args.dataset, seed)
+        X = scale(table, split.train)
+        label = f"[pretrain {args.dataset} r={args.ratio:g} seed {seed} ({i}/{len(params.seeds)})]"
+        tasks.append({"x_train": X[split.train], "x_val": X[split.val], "groups": table.groups,
+                      "ratio": args.ratio, "seed": seed, "cfg": cfg, "device": device, "label": label})
     workers, worker_threads = plan_workers(cfg, len(params.seeds), device)
     if workers > 1:
         tracked.update({"workers": workers, "threads_per_worker": worker_threads})
         log(f"[pretrain {args.dataset} r={args.ratio:g}] {len(params.seeds)} seeds, {workers} at a time "
             f"({worker_threads} torch thread{'s' if worker_threads > 1 else ''} each)")
-    tasks, labels = [], []
-    for i, seed in enumerate(params.seeds, start=1):
-        split = load_split(splits_path, seed)
-        X = scale(table, split.train)
-        label = f"[pretrain {args.dataset} r={args.ratio:g} seed {seed} ({i}/{len(params.seeds)})]"
-        log(f"{label} {len(split.train)} train / {len(split.val)} val rows, {X.shape[1]} columns, "
-            f"{table.n_groups} groups, on {device} ({resolve_precision(cfg.precision, device)})")
-        tasks.append({"x_train": X[split.train], "x_val": X[split.val], "groups": table.groups,
-                      "ratio": args.ratio, "seed": seed, "cfg": cfg, "device": device, "label": label})
-        labels.append(label)
+    for task in tasks:
+        log(f"{task['label']} {len(task['x_train'])} train / {len(task['x_val'])} val rows, "
+            f"{task['x_train'].shape[1]} columns, {table.n_groups} groups, on {device} "
+            f"({resolve_precision(cfg.precision, device)})")
     stage_start = time.perf_counter()
     with Tracker("pretrain", f"pretrain {args.dataset} r={args.ratio:g}", params=tracked,
                  tags={"dataset": args.dataset, "ratio": f"{args.ratio:g}"}, root=root) as tracker:
         results = pretrain_many(tasks, workers, worker_threads)
-        for i, (seed, label, result) in enumerate(zip(params.seeds, labels, results), start=1):
+        for i, (task, result) in enumerate(zip(tasks, results), start=1):
+            seed, label = task["seed"], task["label"]
             child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed})
             with atomic_path(out_dir / f"seed{seed}.pt") as tmp:
                 torch.save({"encoder": result.encoder_state, "model_config": model_config,
