@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from seba.config import load_params  # noqa: E402
 from seba.evaluate import ENSEMBLE  # noqa: E402
+from seba.report import load_paper  # noqa: E402
 
 
 def main() -> None:
@@ -28,15 +29,14 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     params = load_params(ROOT / "params.yaml")
-    paper = pd.read_csv(ROOT / "data" / "reference" / "paper_results.csv")
-    paper = paper[(paper["table"] == "main") & (paper["method"] == "SeBA")]
+    paper = load_paper(ROOT / "data" / "reference" / "paper_results.csv")
     rows = []
     for dataset in params.datasets:
         episodes = pd.read_csv(ROOT / "reports" / "episodes" / f"{dataset}.csv")
         ens = episodes[episodes["member"] == ENSEMBLE]
         for shot in params.evaluate.shots:
             per_seed = ens[ens["shot"] == shot].groupby("seed")["accuracy"].mean()
-            ref = paper[(paper["dataset"] == dataset) & (paper["shot"] == shot)]["accuracy"]
+            ref = paper[(paper["dataset"] == dataset) & (paper["shot"] == shot)]["paper"]
             mean = float(per_seed.mean())
             se = float(per_seed.std(ddof=1) / np.sqrt(len(per_seed))) if len(per_seed) > 1 else float("nan")
             rows.append({"dataset": dataset, "shot": shot, **{f"seed {s}": v for s, v in per_seed.items()},

@@ -111,20 +111,20 @@ def step_benchmark(name: str, params, peaks: dict) -> None:
 def _steps_in_process(name: str, threads: int, steps: int, queue, barrier) -> None:
     """Run ``steps`` training steps of ``name`` (precision auto) with ``threads`` threads,
     starting together with the other processes (``barrier``, after loading and warm-up); put
-    (start, end) wall times on ``queue``."""
+    (start, end, rows trained) on ``queue``."""
     from seba.runtime import resolve_precision
 
     torch.set_num_threads(threads)
     params = load_params(ROOT / "params.yaml")
     table, split = load_table(name, params)
-    step, _, _, _ = training_step(table, split, params, resolve_precision("auto", torch.device("cpu")))
+    step, batch, _, _ = training_step(table, split, params, resolve_precision("auto", torch.device("cpu")))
     for _ in range(3):
         step()
     barrier.wait()
     start = time.perf_counter()
     for _ in range(steps):
         step()
-    queue.put((start, time.perf_counter()))
+    queue.put((start, time.perf_counter(), batch * steps))
 
 
 def workers_benchmark(name: str = "income", steps: int = 60) -> None:
@@ -144,8 +144,8 @@ def workers_benchmark(name: str = "income", steps: int = 60) -> None:
         spans = [queue.get() for _ in procs]
         for p in procs:
             p.join()
-        wall = max(end for _, end in spans) - min(start for start, _ in spans)
-        results[(processes, threads)] = processes * steps * 1024 / wall
+        wall = max(end for _, end, _ in spans) - min(start for start, _, _ in spans)
+        results[(processes, threads)] = sum(rows for _, _, rows in spans) / wall
         print(f"  {name}: {processes} process(es) x {threads} thread(s): {results[(processes, threads)]:8.0f} rows/s")
     print(f"  one-thread processes / one {cores}-thread process: "
           f"{results[(cores, 1)] / results[(1, cores)]:.2f}x rows per second")

@@ -28,6 +28,7 @@ from seba.config import load_params  # noqa: E402
 from seba.data import encode_table, load_snapshot, make_split, scale  # noqa: E402
 from seba.evaluate import ENSEMBLE, evaluate_members  # noqa: E402
 from seba.pretrain import encode, pretrain_encoder  # noqa: E402
+from seba.report import load_paper  # noqa: E402
 
 
 def parse_variant(text: str) -> dict:
@@ -55,8 +56,8 @@ def main() -> None:
     params = load_params(ROOT / "params.yaml")
     frame, _ = load_snapshot(params.sources[args.dataset].openml_id, ROOT / "data" / "snapshot")
     table = encode_table(frame)
-    paper = pd.read_csv(ROOT / "data" / "reference" / "paper_results.csv")
-    paper = paper[(paper["table"] == "main") & (paper["method"] == "SeBA") & (paper["dataset"] == args.dataset)]
+    paper = load_paper(ROOT / "data" / "reference" / "paper_results.csv")
+    paper = paper[paper["dataset"] == args.dataset]
     device = torch.device("cpu")
     rows = []
     for text in args.variant or ["default"]:
@@ -91,7 +92,7 @@ def main() -> None:
     table_out = result.pivot_table(index=["variant", "seed"], columns="shot", values="accuracy")
     print(table_out.round(2).to_string())
     means = result.groupby(["variant", "shot"])["accuracy"].mean().unstack()
-    means.loc["paper"] = paper.set_index("shot")["accuracy"]
+    means.loc["paper"] = paper.set_index("shot")["paper"]
     print("\nmean over seeds (ensemble accuracy, %):")
     print(means.round(2).to_string())
 
