@@ -34,12 +34,15 @@ def train_probes(features: torch.Tensor, support: torch.Tensor, support_labels: 
 
     Speed: the bias is folded into the weights (the support features get a column of ones), so
     one batched product gives the logits, one gives the whole gradient, and one Adam update
-    covers weights and bias; the support is kept in both layouts, [S, F] and [F, S], so that both
-    products write a wide output ([C, S] logits, [C, F] gradient), which runs about twice as fast
-    as a [S, C] one on a CPU; gradients are written out (softmax minus one-hot), not taken by
-    autograd; probes are taken in chunks whose two copies of the support fit in ``chunk_bytes``
-    (cache-sized); when half of a chunk's probes have stopped, the chunk is compacted to the
-    ones still running, so a long-running probe does not keep the finished ones busy.
+    covers weights and bias; the support is stored once, [S, F], and read transposed for the
+    logits, so that both products write a wide output ([C, S] logits, [C, F] gradient), which
+    runs about twice as fast as a [S, C] one on a CPU; gradients are written out (softmax minus
+    one-hot), not taken by autograd; the probes of a chunk start together, so they share Adam's
+    step count and one fused Adam kernel (torch's, as ``torch.optim.Adam(fused=True)`` uses)
+    updates them in one pass; train accuracy is kept as a count of wrong support rows; probes
+    are taken in chunks whose support fits in ``chunk_bytes`` (cache-sized); when half of a
+    chunk's probes have stopped, the chunk is compacted to the ones still running, so a
+    long-running probe does not keep the finished ones busy.
     Returns weights [M, E, F, C], biases [M, E, C] and iterations used [M, E].
     """
     M, E = features.shape[0], support.shape[0]
@@ -59,17 +62,18 @@ def train_probes(features: torch.Tensor, support: torch.Tensor, support_labels: 
                       bias0.reshape(n_probes, n_classes, 1)], dim=2).contiguous()
     iterations = torch.zeros(n_probes, dtype=torch.long, device=device)
     width = n_features + 1
-    chunk = max(1, min(n_probes, chunk_bytes // max(1, 2 * S * width * features.element_size())))
+    chunk = max(1, min(n_probes, chunk_bytes // max(1, S * width * features.element_size())))
     b1, b2 = betas
+    step = torch.zeros((), device=device)  # Adam's step count, shared by a chunk's probes
     with torch.no_grad():
         for first in range(0, n_probes, chunk):
             ids = torch.arange(first, min(first + chunk, n_probes), device=device)
             x = torch.ones(len(ids), S, width, dtype=features.dtype, device=device)  # [P, S, F + 1]
             x[:, :, :n_features] = features[(ids // E)[:, None], support[ids % E]]
-            xt = x.transpose(1, 2).contiguous()  # [P, F + 1, S]
+            xt = x.transpose(1, 2)  # [P, F + 1, S], a view
             w = best[ids].clone()  # [P, C, F + 1]
             m, v = torch.zeros_like(w), torch.zeros_like(w)
-            best_acc = torch.full((len(ids),), -1.0, device=device)
+            best_wrong = torch.full((len(ids),), S + 1, dtype=torch.long, device=device)
             best_iter = torch.zeros(len(ids), dtype=torch.long, device=device)
             active = torch.ones(len(ids), dtype=torch.bool, device=device)
             for it in range(max_iters + 1):
@@ -78,16 +82,17 @@ def train_probes(features: torch.Tensor, support: torch.Tensor, support_labels: 
                 # argmax == label, ties to the first class as argmax does (argmax over the short
                 # strided class axis is ~15x slower than amax): the label is a maximum and no
                 # earlier class is one
-                wrong = ((logits == top) & up_to_label).logical_xor_(is_label).any(1)  # [P, S]
-                acc = 1.0 - wrong.float().mean(-1)
-                improved = active & (acc > best_acc)
+                # train accuracy as the number of wrong support rows (accuracy 1.0 = none)
+                wrong = ((logits == top) & up_to_label).logical_xor_(is_label).any(1).sum(1)  # [P]
+                improved = active & (wrong < best_wrong)
                 if bool(improved.any()):
-                    best_acc = torch.where(improved, acc, best_acc)
-                    best_iter = torch.where(improved, it, best_iter)
+                    best_wrong = torch.where(improved, wrong, best_wrong)
+                    best_iter.masked_fill_(improved, it)
                     best[ids[improved]] = w[improved]
-                done = active & ((acc >= 1.0) | (it - best_iter >= patience))
-                iterations[ids[done]] = it
-                active = active & ~done
+                done = active & ((wrong == 0) | (best_iter <= it - patience))
+                if bool(done.any()):
+                    iterations[ids[done]] = it
+                    active = active & ~done
                 n_active = int(active.sum())
                 if n_active == 0:
                     break
@@ -96,20 +101,34 @@ def train_probes(features: torch.Tensor, support: torch.Tensor, support_labels: 
                     break
                 if 2 * n_active <= len(ids):  # compact to the probes still running
                     keep = active.nonzero().squeeze(1)
-                    ids, x, xt, w, m, v = ids[keep], x[keep], xt[keep], w[keep], m[keep], v[keep]
-                    best_acc, best_iter, logits, top = best_acc[keep], best_iter[keep], logits[keep], top[keep]
+                    ids, x, w, m, v = ids[keep], x[keep], w[keep], m[keep], v[keep]
+                    xt = x.transpose(1, 2)
+                    best_wrong, best_iter, logits, top = best_wrong[keep], best_iter[keep], logits[keep], top[keep]
                     active = torch.ones(len(ids), dtype=torch.bool, device=device)
                 # d(mean cross-entropy)/d logits = (softmax - onehot) / S
                 # (softmax written out: torch's kernel is slow for a last dimension of a few classes)
                 grad = (logits - top).exp_()
                 grad.div_(grad.sum(1, keepdim=True)).sub_(onehot).div_(S)  # [P, C, S]
                 grad = torch.bmm(grad, x)  # [P, C, F + 1]: weights and bias
-                step = it + 1
-                m.lerp_(grad, 1 - b1)
-                v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
-                w.addcdiv_(m, v.sqrt().div_((1 - b2 ** step) ** 0.5).add_(eps), value=-lr / (1 - b1 ** step))
+                step.fill_(it + 1)
+                adam_step(w, grad, m, v, step, lr, b1, b2, eps)
     weight = best[:, :, :n_features].transpose(1, 2).reshape(M, E, n_features, n_classes)
     return weight, best[:, :, n_features].reshape(M, E, n_classes), iterations.reshape(M, E)
+
+
+def adam_step(w: torch.Tensor, grad: torch.Tensor, m: torch.Tensor, v: torch.Tensor, step: torch.Tensor,
+              lr: float, b1: float, b2: float, eps: float) -> None:
+    """One Adam update of ``w`` in place, every element at step ``step`` (already counted):
+    torch's fused kernel where this torch has one for the device, else the same formula as
+    torch's single-tensor Adam, written out."""
+    if hasattr(torch, "_fused_adam_") and w.device.type in ("cpu", "cuda"):
+        torch._fused_adam_([w], [grad], [m], [v], [], [step], lr=lr, beta1=b1, beta2=b2,
+                           weight_decay=0.0, eps=eps, amsgrad=False, maximize=False)
+        return
+    t = float(step)
+    m.lerp_(grad, 1 - b1)
+    v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
+    w.addcdiv_(m, v.sqrt().div_((1 - b2 ** t) ** 0.5).add_(eps), value=-lr / (1 - b1 ** t))
 
 
 def probe_logits(features: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:

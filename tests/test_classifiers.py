@@ -88,3 +88,30 @@ def test_prototype_scores_are_cosine_to_class_means():
     expected = F.normalize(torch.tensor([1.0, 1.0]), dim=0) @ proto0
     assert scores[0, 0, 2, 0].item() == pytest.approx(expected.item(), rel=1e-6)
     assert scores[0, 0, 2, 1].item() == pytest.approx(F.normalize(torch.tensor([1.0, 1.0]), dim=0)[1].item())
+
+
+def test_adam_step_fused_and_written_out_match_torch_adam(monkeypatch):
+    """The probes' Adam update: torch's fused kernel and the written-out fallback both follow
+    torch.optim.Adam, step by step."""
+    from seba.classifiers import adam_step
+
+    g = torch.Generator().manual_seed(3)
+    w0 = torch.randn(4, 3, 9, generator=g)
+    grads = [torch.randn(4, 3, 9, generator=g) for _ in range(20)]
+    ref = w0.clone().requires_grad_(True)
+    opt = torch.optim.Adam([ref], lr=1e-2)
+    results = {}
+    for name in ("fused", "written_out"):
+        if name == "written_out":
+            monkeypatch.delattr(torch, "_fused_adam_")
+        w, m, v, step = w0.clone(), torch.zeros_like(w0), torch.zeros_like(w0), torch.zeros(())
+        for t, grad in enumerate(grads, start=1):
+            step.fill_(t)
+            adam_step(w, grad, m, v, step, 1e-2, 0.9, 0.999, 1e-8)
+        results[name] = w
+    for grad in grads:
+        ref.grad = grad.clone()
+        opt.step()
+    torch.testing.assert_close(results["fused"], ref.detach(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(results["written_out"], ref.detach(), rtol=1e-5, atol=1e-6)
+    assert not torch.equal(results["fused"], w0)
