@@ -1,6 +1,7 @@
 """Speed figures for this machine, all measured in one run (not part of the test suite).
 
 Usage (repository root): python benchmarks/speed.py [--tables karhunen,income] [--skip-dvc]
+                        [--skip-steps] [--skip-eval]
 
 Prints:
 1. the plain matrix-multiply peak (fp32 and bf16) of this machine: the baseline;
@@ -9,7 +10,8 @@ Prints:
    the matmul peak, fp32 and bf16 autocast; then one process with all threads against one
    one-thread process per core (what `pretrain.workers` does with several seeds);
 3. few-shot evaluation of one seed of karhunen from encoded test features to accuracies:
-   100 episodes x 3 shots x (5 ratio members + ensemble), with the default evaluate params;
+   100 episodes x 3 shots x (5 ratio members + ensemble), with the default evaluate params,
+   and what the probes' two batched products alone cost for the same probe-iterations (a floor);
 4. with a pipeline run present, the no-op `dvc repro` time (run twice, best taken) and the
    per-stage times read from MLflow (benchmarks/stage_times.py).
 """
@@ -191,6 +193,34 @@ def evaluation_benchmark(params) -> None:
           ", ".join(f"{r.shot}-shot {r.accuracy:.2f}" for r in ens.itertuples()))
     iters = episodes[episodes["probe_iterations"] >= 0].groupby("shot")["probe_iterations"].mean()
     print("  mean probe iterations per shot: " + ", ".join(f"{s}: {v:.0f}" for s, v in iters.items()))
+    probe_products_floor(features, episodes, len(table.classes), statistics.median(timings),
+                         params.evaluate.prototype_shots)
+
+
+def probe_products_floor(features: torch.Tensor, episodes, n_classes: int, measured: float,
+                         prototype_shots, slots: int = 32) -> None:
+    """What the probes' two batched products alone cost for the probe-iterations this evaluation
+    ran (logits [C, F+1] x [F+1, S] and gradient [C, S] x [S, F+1] per probe and iteration),
+    timed on their own in batches of ``slots`` probes: a floor for any exact batched schedule."""
+    probes = episodes[(episodes["probe_iterations"] >= 0) & ~episodes["shot"].isin(list(prototype_shots))]
+    total, flops = 0.0, 0.0
+    for shot, group in probes.groupby("shot"):
+        n_iters = int((group["probe_iterations"] + 1).sum())  # iteration 0 evaluates the initial weights
+        support = n_classes * int(shot)
+        x = torch.randn(slots, support, features.shape[-1] + 1)
+        w = torch.randn(slots, n_classes, features.shape[-1] + 1)
+        logits = torch.empty(slots, n_classes, support)
+        grad = torch.empty_like(w)
+
+        def pair():
+            torch.bmm(w, x.transpose(1, 2), out=logits)
+            torch.bmm(logits, x, out=grad)
+        seconds = timed(pair, repeats=200, warmup=20) * n_iters / slots
+        total += seconds
+        flops += 4.0 * n_classes * (features.shape[-1] + 1) * support * n_iters
+        print(f"  {shot}-shot: {n_iters} probe-iterations; their two products alone: {seconds:.2f} s")
+    print(f"  probe products alone: {total:.2f} s ({flops / total / 1e9:.0f} GFLOP/s, {flops / 1e9:.0f} GFLOP), "
+          f"{total / measured:.0%} of the measured evaluation")
 
 
 def dvc_benchmark() -> None:
@@ -217,21 +247,23 @@ def main() -> None:
                         help="tables whose widths the step benchmark uses")
     parser.add_argument("--skip-dvc", action="store_true", help="leave out the dvc figures")
     parser.add_argument("--skip-eval", action="store_true", help="leave out the evaluation figure")
+    parser.add_argument("--skip-steps", action="store_true", help="leave out sections 1-2 (peak, steps, workers)")
     args = parser.parse_args()
     params = load_params(ROOT / "params.yaml")
     torch.manual_seed(0)
     print(f"machine: {torch.get_num_threads()} torch threads, torch {torch.__version__}, "
           f"CUDA {'yes' if torch.cuda.is_available() else 'no'}")
-    print("1. matmul peak (2048 x 2048 @ 2048 x 2048)")
-    peaks = {"fp32": matmul_peak(torch.float32), "bf16": matmul_peak(torch.bfloat16)}
-    for name, value in peaks.items():
-        print(f"  {name}: {value:7.1f} GFLOP/s")
-    print("2. one SeBA training step on a 1024-row batch (r = 0.3)")
-    for name in args.tables.split(","):
-        step_benchmark(name.strip(), params, peaks)
-    if torch.get_num_threads() > 1:
-        print("2b. several seeds at once (pretrain.workers): processes x threads, 1024-row income steps")
-        workers_benchmark()
+    if not args.skip_steps:
+        print("1. matmul peak (2048 x 2048 @ 2048 x 2048)")
+        peaks = {"fp32": matmul_peak(torch.float32), "bf16": matmul_peak(torch.bfloat16)}
+        for name, value in peaks.items():
+            print(f"  {name}: {value:7.1f} GFLOP/s")
+        print("2. one SeBA training step on a 1024-row batch (r = 0.3)")
+        for name in args.tables.split(","):
+            step_benchmark(name.strip(), params, peaks)
+        if torch.get_num_threads() > 1:
+            print("2b. several seeds at once (pretrain.workers): processes x threads, 1024-row income steps")
+            workers_benchmark()
     if not args.skip_eval:
         print("3. few-shot evaluation from encoded features")
         evaluation_benchmark(params)
