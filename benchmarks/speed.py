@@ -35,7 +35,7 @@ from seba.config import load_params  # noqa: E402
 from seba.data import encode_table, load_snapshot, make_split, scale  # noqa: E402
 from seba.evaluate import ENSEMBLE, evaluate_members, summarise  # noqa: E402
 from seba.objective import expand_mask, masked_group_count, sample_group_mask  # noqa: E402
-from seba.pretrain import build_models, encode, make_adam, pretrain_encoder, seba_loss  # noqa: E402
+from seba.pretrain import build_models, encode, encoder_config, make_adam, pretrain_encoder, seba_loss  # noqa: E402
 
 
 def timed(fn, repeats: int, warmup: int = 2) -> float:
@@ -171,8 +171,7 @@ def evaluation_benchmark(params) -> None:
             result = pretrain_encoder(x_all[split.train], x_all[split.val], table.groups, ratio, 0, cfg,
                                       torch.device("cpu"))
             state = result.encoder_state
-            model_config = {"in_features": x_all.shape[1], "encoder_hidden": cfg.encoder_hidden,
-                            "encoder_out": cfg.encoder_out, "encoder_out_relu": cfg.encoder_out_relu}
+            model_config = encoder_config(cfg, x_all.shape[1])
         features.append(encode(state, model_config, x_all[split.test], torch.device("cpu")))
     features = torch.stack(features)
     members = [f"r{r}" for r in ratios]

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from seba.config import load_params  # noqa: E402
 from seba.data import encode_table, load_snapshot, make_split, scale  # noqa: E402
 from seba.evaluate import ENSEMBLE, evaluate_members  # noqa: E402
-from seba.pretrain import encode, pretrain_encoder  # noqa: E402
+from seba.pretrain import encode, encoder_config, pretrain_encoder  # noqa: E402
 from seba.report import load_paper  # noqa: E402
 
 
@@ -76,11 +76,7 @@ def main() -> None:
             features = []
             for ratio in cfg.ratios:
                 result = pretrain_encoder(X[split.train], X[split.val], table.groups, ratio, seed, cfg, device)
-                features.append(encode(result.encoder_state, {"in_features": X.shape[1],
-                                                              "encoder_hidden": cfg.encoder_hidden,
-                                                              "encoder_out": cfg.encoder_out,
-                                                              "encoder_out_relu": cfg.encoder_out_relu},
-                                       X[split.test], device))
+                features.append(encode(result.encoder_state, encoder_config(cfg, X.shape[1]), X[split.test], device))
             episodes = evaluate_members(torch.stack(features), [f"r{r:g}" for r in cfg.ratios],
                                         table.y[split.test], len(table.classes), seed, params.evaluate,
                                         args.dataset)

@@ -282,6 +282,12 @@ def pretrain_many(tasks: list[dict], workers: int, threads: int) -> Iterator[Pre
             raise
 
 
+def encoder_config(cfg: PretrainConfig, in_features: int) -> dict:
+    """The encoder's shape as a checkpoint records it (``model_config``) and ``encode`` reads it."""
+    return {"in_features": int(in_features), "encoder_hidden": cfg.encoder_hidden,
+            "encoder_out": cfg.encoder_out, "encoder_out_relu": cfg.encoder_out_relu}
+
+
 @torch.no_grad()
 def encode(encoder_state: dict, cfg_dict: dict, x: np.ndarray, device: torch.device,
            batch_size: int = 8192) -> torch.Tensor:

@@ -9,7 +9,7 @@ import torch
 from seba.cli import run_stage
 from seba.config import load_params, ratio_tag
 from seba.data import check_shots, EncodedTable, load_split, scale
-from seba.pretrain import plan_workers, pretrain_many
+from seba.pretrain import encoder_config, plan_workers, pretrain_many
 from seba.runtime import resolve_precision, atomic_path, configure_threads, format_seconds, log, repo_root, select_device, write_json
 from seba.tracking import Tracker
 
@@ -29,8 +29,7 @@ def main() -> None:
     table = EncodedTable.load(root / "data" / "processed" / f"{args.dataset}.npz")
     out_dir = root / "data" / "models" / args.dataset / ratio_tag(args.ratio)
     out_dir.mkdir(parents=True, exist_ok=True)
-    model_config = {"in_features": int(table.X.shape[1]), "encoder_hidden": cfg.encoder_hidden,
-                    "encoder_out": cfg.encoder_out, "encoder_out_relu": cfg.encoder_out_relu}
+    model_config = encoder_config(cfg, table.X.shape[1])
     tracked = {"dataset": args.dataset, "ratio": args.ratio, "seeds": list(params.seeds),
                "device": str(device), "threads": threads,
                "precision_used": resolve_precision(cfg.precision, device),
