@@ -19,6 +19,7 @@ Prints:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import subprocess
 import sys
@@ -159,7 +160,7 @@ def evaluation_benchmark(params) -> None:
     ratios = list(params.pretrain.ratios)
     # The pipeline's trained encoders when `dvc repro` has made them (the probes' work depends on
     # how separable the features are), else encoders trained here for 30 epochs.
-    cfg = params.pretrain.__class__(**{**vars(params.pretrain), "max_epochs": 30, "progress_seconds": 1e9})
+    cfg = dataclasses.replace(params.pretrain_for("karhunen"), max_epochs=30, progress_seconds=1e9)
     features, source = [], "the pipeline's trained encoders"
     for ratio in ratios:
         path = ROOT / "data" / "models" / "karhunen" / f"r{ratio:g}" / "seed0.pt"

@@ -62,7 +62,7 @@ def main() -> None:
     rows = []
     for text in args.variant or ["default"]:
         changes = parse_variant(text)
-        split_cfg, cfg = params.split, params.pretrain
+        split_cfg, cfg = params.split, params.pretrain_for(args.dataset)
         for key, value in changes.items():
             if hasattr(split_cfg, key):
                 split_cfg = dataclasses.replace(split_cfg, **{key: cast(getattr(split_cfg, key), value)})

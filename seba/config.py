@@ -29,6 +29,8 @@ class SourceConfig:
     target: str | None = None  # the label column of a local table
     categorical: tuple[str, ...] = ()  # columns to treat as categorical whatever their type
     max_categories: int = 50  # a categorical with more levels keeps its most frequent ones
+    # this dataset's own values for `pretrain` keys (all but `ratios`), over the `pretrain` section
+    pretrain: dict[str, Any] = field(default_factory=dict)
 
     @property
     def is_local(self) -> bool:
@@ -293,6 +295,14 @@ class Params:
     evaluate: EvaluateConfig = field(default_factory=EvaluateConfig)
     baselines: BaselinesConfig = field(default_factory=BaselinesConfig)
 
+    def pretrain_for(self, dataset: str) -> PretrainConfig:
+        """The `pretrain` settings one dataset trains with: the section, with the dataset's own
+        values from ``sources.<dataset>.pretrain`` over it."""
+        source = self.sources.get(dataset)
+        if source is None or not source.pretrain:
+            return self.pretrain
+        return dataclasses.replace(self.pretrain, **source.pretrain)
+
 
 _CHOICES = {
     "fetch.source": ("auto", "openml", "snapshot"),
@@ -375,7 +385,9 @@ def _coerce(key: str, value: Any, annotation: str) -> Any:
     raise AssertionError(f"unhandled annotation {annotation}")
 
 
-def _section(name: str, cls: type, raw: Any) -> Any:
+def _section(name: str, cls: type, raw: Any, rules: str | None = None) -> Any:
+    """``raw`` checked against ``cls``; errors name keys under ``name``, choices and positivity
+    come from the rules of section ``rules`` (default: ``name``)."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -385,11 +397,12 @@ def _section(name: str, cls: type, raw: Any) -> Any:
     values = {}
     for key, value in raw.items():
         full = f"{name}.{key}"
+        rule = f"{rules or name}.{key}"
         value = _coerce(full, value, str(fields[key].type))
-        choices = _CHOICES.get(full) or getattr(cls, "CHOICES", {}).get(key)
+        choices = _CHOICES.get(rule) or getattr(cls, "CHOICES", {}).get(key)
         if choices and value not in choices:
             raise ConfigError(f"params.yaml: '{full}' is {value!r}; allowed: {', '.join(choices)}")
-        if (full in _POSITIVE or key in getattr(cls, "POSITIVE", ())) and value <= 0:
+        if (rule in _POSITIVE or key in getattr(cls, "POSITIVE", ())) and value <= 0:
             raise ConfigError(f"params.yaml: '{full}' must be > 0, got {value!r}")
         if key in getattr(cls, "FRACTIONS", ()) and not 0 < value <= 1:
             raise ConfigError(f"params.yaml: '{full}' must lie in (0, 1], got {value!r}")
@@ -426,8 +439,10 @@ def _source(name: str, entry: Any) -> SourceConfig:
     if not isinstance(entry, dict):
         raise ConfigError(f"params.yaml: '{key}' must be a mapping like {{openml_id: 37}} or "
                           f"{{path: {LOCAL_DIR}/mine.csv, target: label}}")
-    allowed = ["openml_id", "path", "target", "categorical", "max_categories"]
+    allowed = ["openml_id", "path", "target", "categorical", "max_categories", "pretrain"]
     _reject_unknown(key, entry, allowed)
+    overrides = _pretrain_overrides(f"{key}.pretrain", entry.get("pretrain"))
+    entry = {k: v for k, v in entry.items() if k != "pretrain"}
     if ("openml_id" in entry) == ("path" in entry):
         raise ConfigError(f"params.yaml: '{key}' needs exactly one of 'openml_id' (an OpenML dataset) "
                           f"or 'path' (a local CSV / parquet file)")
@@ -438,7 +453,7 @@ def _source(name: str, entry: Any) -> SourceConfig:
         openml_id = _coerce(f"{key}.openml_id", entry["openml_id"], "int")
         if openml_id <= 0:
             raise ConfigError(f"params.yaml: '{key}.openml_id' must be > 0, got {openml_id}")
-        return SourceConfig(openml_id=openml_id)
+        return SourceConfig(openml_id=openml_id, pretrain=overrides)
     path = _coerce(f"{key}.path", entry["path"], "str")
     parts = Path(path).parts
     if Path(path).is_absolute() or ".." in parts or Path(*parts[:2]).as_posix() != LOCAL_DIR or len(parts) < 3:
@@ -455,7 +470,26 @@ def _source(name: str, entry: Any) -> SourceConfig:
     max_categories = _coerce(f"{key}.max_categories", entry.get("max_categories", 50), "int")
     if max_categories < 2:
         raise ConfigError(f"params.yaml: '{key}.max_categories' must be >= 2, got {max_categories}")
-    return SourceConfig(path=path, target=target, categorical=tuple(categorical), max_categories=max_categories)
+    return SourceConfig(path=path, target=target, categorical=tuple(categorical), max_categories=max_categories,
+                        pretrain=overrides)
+
+
+def _pretrain_overrides(key: str, raw: Any) -> dict[str, Any]:
+    """``sources.<name>.pretrain``: a dataset's own values for `pretrain` keys, checked like the
+    section itself. ``ratios`` is shared by all datasets (it names the DVC stages and the
+    ensemble's members), so it cannot differ per dataset."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"params.yaml: '{key}' must be a mapping of `pretrain` keys to this dataset's "
+                          f"values, like {{precision: fp32}}")
+    if "ratios" in raw:
+        raise ConfigError(f"params.yaml: '{key}.ratios' is not allowed: the ratios are shared by all "
+                          f"datasets (set 'pretrain.ratios')")
+    parsed = _section(key, PretrainConfig, raw, rules="pretrain")
+    values = {name: getattr(parsed, name) for name in raw}
+    _check_pretrain(parsed, key, only=set(values))
+    return values
 
 
 def parse_params(raw: Any) -> Params:
@@ -506,23 +540,31 @@ def parse_params(raw: Any) -> Params:
     return params
 
 
+def _check_pretrain(cfg: PretrainConfig, section: str, only: set[str] | None = None) -> None:
+    """Range checks of `pretrain` values (all of them, or the keys in ``only``) under the name
+    ``section`` (``pretrain`` or a dataset's ``sources.<name>.pretrain``)."""
+    for key in ("max_steps", "threads", "workers"):
+        if only is not None and key not in only:
+            continue
+        value = getattr(cfg, key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"params.yaml: '{section}.{key}' must be an integer >= 0 (0 = "
+                              f"{'no cap' if key == 'max_steps' else 'automatic'}), got {value!r}")
+    if (only is None or "min_delta" in only) and not 0.0 <= cfg.min_delta < 1.0:
+        raise ConfigError(f"params.yaml: '{section}.min_delta' must lie in [0, 1), got {cfg.min_delta}")
+
+
 def _check_ranges(p: Params) -> None:
     for r in p.pretrain.ratios:
         if not 0.0 < r < 1.0:
             raise ConfigError(f"params.yaml: 'pretrain.ratios' values must lie in (0, 1), got {r}")
     if len(set(p.pretrain.ratios)) != len(p.pretrain.ratios):
         raise ConfigError(f"params.yaml: 'pretrain.ratios' has duplicates: {list(p.pretrain.ratios)}")
+    _check_pretrain(p.pretrain, "pretrain")
     for frac_key, frac in (("split.test_fraction", p.split.test_fraction),
                            ("split.val_fraction", p.split.val_fraction)):
         if not 0.0 < frac < 1.0:
             raise ConfigError(f"params.yaml: '{frac_key}' must lie in (0, 1), got {frac}")
-    for key in ("max_steps", "threads", "workers"):
-        value = getattr(p.pretrain, key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ConfigError(f"params.yaml: 'pretrain.{key}' must be an integer >= 0 (0 = "
-                              f"{'no cap' if key == 'max_steps' else 'automatic'}), got {value!r}")
-    if not 0.0 <= p.pretrain.min_delta < 1.0:
-        raise ConfigError(f"params.yaml: 'pretrain.min_delta' must lie in [0, 1), got {p.pretrain.min_delta}")
     if any(s <= 0 for s in p.evaluate.shots):
         raise ConfigError(f"params.yaml: 'evaluate.shots' must be positive, got {list(p.evaluate.shots)}")
     if len(set(p.evaluate.shots)) != len(p.evaluate.shots):

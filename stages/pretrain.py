@@ -20,7 +20,7 @@ def main() -> None:
     parser.add_argument("--ratio", required=True, type=float)
     args = parser.parse_args()
     params = load_params()
-    cfg = params.pretrain
+    cfg = params.pretrain_for(args.dataset)  # the `pretrain` section with this dataset's own values over it
     if not 0 < args.ratio < 1:
         raise SystemExit(f"error: --ratio must lie in (0, 1), got {args.ratio}")
     root = repo_root()
@@ -33,7 +33,8 @@ def main() -> None:
     tracked = {"dataset": args.dataset, "ratio": args.ratio, "seeds": list(params.seeds),
                "device": str(device), "threads": threads,
                "precision_used": resolve_precision(cfg.precision, device),
-               "pretrain": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "ratios"}}
+               "pretrain": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "ratios"},
+               "dataset_overrides": dict(params.sources[args.dataset].pretrain)}
     training_log = {"dataset": args.dataset, "ratio": args.ratio, "device": str(device), "seeds": {}}
     splits_path = root / "data" / "splits" / f"{args.dataset}.npz"
     tasks = []

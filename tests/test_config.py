@@ -38,12 +38,40 @@ def test_default_params_are_the_papers(root):
     (lambda r: r.update(datasets=["cmc", "nope"]), "dataset 'nope' is listed in 'datasets' but has no entry"),
     (lambda r: r["split"].update(test_fraction=1.2), "'split.test_fraction' must lie in \\(0, 1\\)"),
     (lambda r: r["evaluate"].update(episodes=-3), "'evaluate.episodes' must be > 0"),
+    (lambda r: r["sources"]["cmc"].update(pretrain={"precision": "fp16"}),
+     "'sources.cmc.pretrain.precision' is 'fp16'; allowed: fp32, bf16, auto"),
+    (lambda r: r["sources"]["cmc"].update(pretrain={"patience": 0}), "'sources.cmc.pretrain.patience' must be > 0"),
+    (lambda r: r["sources"]["cmc"].update(pretrain={"min_delta": 1.5}), "'sources.cmc.pretrain.min_delta' must lie in"),
+    (lambda r: r["sources"]["cmc"].update(pretrain={"patiense": 5}),
+     "unknown key 'sources.cmc.pretrain.patiense' \\(did you mean 'patience'\\?\\)"),
+    (lambda r: r["sources"]["cmc"].update(pretrain={"ratios": [0.1]}), "'sources.cmc.pretrain.ratios' is not allowed"),
+    (lambda r: r["sources"]["cmc"].update(pretrain="fp32"), "'sources.cmc.pretrain' must be a mapping"),
 ])
 def test_bad_params_name_the_key(raw, edit, message):
     bad = copy.deepcopy(raw)
     edit(bad)
     with pytest.raises(ConfigError, match=message):
         parse_params(bad)
+
+
+def test_a_datasets_own_pretrain_values_apply_to_it_alone(raw):
+    edited = copy.deepcopy(raw)
+    edited["sources"]["cmc"]["pretrain"] = {"precision": "bf16", "patience": 7, "min_delta": 0}
+    p = parse_params(edited)
+    cmc, dna = p.pretrain_for("cmc"), p.pretrain_for("dna")
+    assert (cmc.precision, cmc.patience, cmc.min_delta) == ("bf16", 7, 0.0)
+    assert isinstance(cmc.min_delta, float)
+    assert dna == p.pretrain  # datasets without values of their own train with the section as it is
+    assert cmc.lr == p.pretrain.lr and cmc.ratios == p.pretrain.ratios
+
+
+def test_income_pretrains_in_fp32_by_default(root):
+    """bf16 autocast measured 0.74 points under fp32 on income over three seeds, within noise
+    elsewhere (README, precision): the default keeps bf16's speed only where it keeps accuracy."""
+    p = load_params(root / "params.yaml")
+    assert p.pretrain.precision == "auto"
+    assert {name for name in p.datasets if p.pretrain_for(name).precision != "auto"} == {"income"}
+    assert p.pretrain_for("income").precision == "fp32"
 
 
 def test_every_pretrain_and_evaluate_setting_is_a_dvc_param_of_its_stage(root):
@@ -57,6 +85,7 @@ def test_every_pretrain_and_evaluate_setting_is_a_dvc_param_of_its_stage(root):
     missing = [f"pretrain.{f.name}" for f in dataclasses.fields(PretrainConfig)
                if f.name != "ratios" and f"pretrain.{f.name}" not in pretrain]
     assert not missing, f"pretrain stage does not list {missing}"
+    assert "sources.${item.dataset}" in pretrain, "a dataset's own pretrain values would not rerun its stages"
     evaluate = set(stages["evaluate"]["do"]["params"])
     missing = [f"evaluate.{f.name}" for f in dataclasses.fields(EvaluateConfig) if f"evaluate.{f.name}" not in evaluate]
     assert not missing, f"evaluate stage does not list {missing}"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 import yaml
 
 pytestmark = pytest.mark.slow
@@ -172,6 +173,16 @@ def test_only_affected_stages_rerun_after_params_edits(repo):
     for name, path in modules.items():
         path.write_text(originals[name])
     assert dry() == set()
+
+    # a dataset's own pretrain value reruns its pretraining only (its fetch reruns, reads the same
+    # table, and nothing between fetch and pretrain follows), and is what its encoders record
+    set_params(work, {"sources": {"diabetes": {"openml_id": 37, "pretrain": {"patience": 3}}}})
+    assert stages_run(run(["dvc", "repro"], work, env).stdout) == {
+        "fetch@diabetes", "pretrain@diabetes-0.2", "pretrain@diabetes-0.5", "evaluate@diabetes", "aggregate"}
+    assert dry() == set()
+    for name, patience in (("diabetes", 3), ("cmc", TINY["pretrain"]["patience"])):
+        checkpoint = torch.load(work / "data" / "models" / name / "r0.2" / "seed0.pt", weights_only=True)
+        assert checkpoint["pretrain_config"]["patience"] == patience
 
     # `dvc repro --dry` cannot know that changed outputs will change downstream stages: run it
     set_params(work, {"sources": {"cmc": {"openml_id": 20}}})  # another table from the snapshot

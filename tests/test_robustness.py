@@ -180,6 +180,8 @@ PARAMS_CASES = [
      ["'baselines.stunt.head' is 'euclid'", "allowed: protonet, seba"]),
     ("non-integer OpenML id", set_key("sources.diabetes", {"openml_id": "37a"}),
      ["'sources.diabetes.openml_id' must be an integer"]),
+    ("dataset's own pretrain value unknown", set_key("sources.diabetes", {"openml_id": 37, "pretrain": {"precision": "fp16"}}),
+     ["'sources.diabetes.pretrain.precision' is 'fp16'", "allowed: fp32, bf16, auto"]),
 ]
 
 
