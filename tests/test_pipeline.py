@@ -204,7 +204,9 @@ def test_a_params_mistake_is_one_clear_line_before_any_work(repo):
     work, env, _ = repo
     original = (work / "params.yaml").read_text()
     try:
-        (work / "params.yaml").write_text(original.replace("patience:", "patiance:", 1))
+        params = yaml.safe_load(original)
+        params["pretrain"]["patiance"] = params["pretrain"].pop("patience")
+        (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
         result = run(["python", "stages/pretrain.py", "--dataset", "cmc", "--ratio", "0.2"], work, env, check=False)
         assert result.returncode == 2
         assert "unknown key 'pretrain.patiance' (did you mean 'patience'?)" in result.stderr
