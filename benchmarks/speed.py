@@ -85,7 +85,7 @@ def training_step(table, split, params, precision: str):
     n_groups = int(table.groups.max()) + 1
     gen = torch.Generator().manual_seed(0)
     k = masked_group_count(n_groups, 0.3, 1)
-    cfg = params.pretrain.__class__(**{**vars(params.pretrain), "precision": precision})
+    cfg = dataclasses.replace(params.pretrain, precision=precision)
     encoder, projector = build_models(X.shape[1], cfg, 0)
     optimiser = make_adam(list(encoder.parameters()) + list(projector.parameters()), cfg.lr, torch.device("cpu"))
 

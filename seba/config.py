@@ -46,6 +46,9 @@ class FetchConfig:
     source: str = "auto"  # auto: OpenML, else the offline snapshot | openml | snapshot
     retries: int = 1  # OpenML connection attempts before falling back
 
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"source": ("auto", "openml", "snapshot")}
+    POSITIVE: ClassVar[tuple[str, ...]] = ("retries",)
+
 
 @dataclass(frozen=True)
 class SplitConfig:
@@ -79,6 +82,13 @@ class PretrainConfig:
     workers: int = 0  # seeds trained at once in separate processes (CPU); 0 = auto: min(seeds, cores)
     progress_seconds: float = 15.0  # at most one progress line per this many seconds
 
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "fill": ("zero", "marginal"), "validation": ("fixed", "fresh"),
+        "precision": ("fp32", "bf16", "auto"), "device": ("auto", "cpu", "cuda")}
+    POSITIVE: ClassVar[tuple[str, ...]] = (
+        "min_masked_columns", "encoder_hidden", "encoder_out", "projector_hidden", "projector_out", "temperature",
+        "lr", "batch_size", "max_epochs", "patience", "validation_draws", "progress_seconds")
+
 
 @dataclass(frozen=True)
 class EvaluateConfig:
@@ -88,6 +98,8 @@ class EvaluateConfig:
     probe_lr: float = 1e-3
     probe_max_iters: int = 10000
     probe_patience: int = 100  # stop a probe after this many iterations without improvement
+
+    POSITIVE: ClassVar[tuple[str, ...]] = ("episodes", "probe_lr", "probe_max_iters", "probe_patience")
 
 
 @dataclass(frozen=True)
@@ -304,35 +316,6 @@ class Params:
         return dataclasses.replace(self.pretrain, **source.pretrain)
 
 
-_CHOICES = {
-    "fetch.source": ("auto", "openml", "snapshot"),
-    "pretrain.fill": ("zero", "marginal"),
-    "pretrain.validation": ("fixed", "fresh"),
-    "pretrain.precision": ("fp32", "bf16", "auto"),
-    "pretrain.device": ("auto", "cpu", "cuda"),
-}
-
-_POSITIVE = {
-    "fetch.retries",
-    "pretrain.min_masked_columns",
-    "pretrain.encoder_hidden",
-    "pretrain.encoder_out",
-    "pretrain.projector_hidden",
-    "pretrain.projector_out",
-    "pretrain.temperature",
-    "pretrain.lr",
-    "pretrain.batch_size",
-    "pretrain.max_epochs",
-    "pretrain.patience",
-    "pretrain.validation_draws",
-    "pretrain.progress_seconds",
-    "evaluate.episodes",
-    "evaluate.probe_lr",
-    "evaluate.probe_max_iters",
-    "evaluate.probe_patience",
-}
-
-
 def _reject_unknown(section: str, raw: dict, allowed: list[str]) -> None:
     for key in raw:
         if key not in allowed:
@@ -385,9 +368,9 @@ def _coerce(key: str, value: Any, annotation: str) -> Any:
     raise AssertionError(f"unhandled annotation {annotation}")
 
 
-def _section(name: str, cls: type, raw: Any, rules: str | None = None) -> Any:
-    """``raw`` checked against ``cls``; errors name keys under ``name``, choices and positivity
-    come from the rules of section ``rules`` (default: ``name``)."""
+def _section(name: str, cls: type, raw: Any) -> Any:
+    """``raw`` checked against ``cls`` (its types, ``CHOICES``, ``POSITIVE`` and ``FRACTIONS``);
+    errors name keys under ``name``."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -397,12 +380,11 @@ def _section(name: str, cls: type, raw: Any, rules: str | None = None) -> Any:
     values = {}
     for key, value in raw.items():
         full = f"{name}.{key}"
-        rule = f"{rules or name}.{key}"
         value = _coerce(full, value, str(fields[key].type))
-        choices = _CHOICES.get(rule) or getattr(cls, "CHOICES", {}).get(key)
+        choices = getattr(cls, "CHOICES", {}).get(key)
         if choices and value not in choices:
             raise ConfigError(f"params.yaml: '{full}' is {value!r}; allowed: {', '.join(choices)}")
-        if (rule in _POSITIVE or key in getattr(cls, "POSITIVE", ())) and value <= 0:
+        if key in getattr(cls, "POSITIVE", ()) and value <= 0:
             raise ConfigError(f"params.yaml: '{full}' must be > 0, got {value!r}")
         if key in getattr(cls, "FRACTIONS", ()) and not 0 < value <= 1:
             raise ConfigError(f"params.yaml: '{full}' must lie in (0, 1], got {value!r}")
@@ -486,10 +468,9 @@ def _pretrain_overrides(key: str, raw: Any) -> dict[str, Any]:
     if "ratios" in raw:
         raise ConfigError(f"params.yaml: '{key}.ratios' is not allowed: the ratios are shared by all "
                           f"datasets (set 'pretrain.ratios')")
-    parsed = _section(key, PretrainConfig, raw, rules="pretrain")
-    values = {name: getattr(parsed, name) for name in raw}
-    _check_pretrain(parsed, key, only=set(values))
-    return values
+    parsed = _section(key, PretrainConfig, raw)
+    _check_pretrain(parsed, key)  # keys not given keep their (valid) defaults
+    return {name: getattr(parsed, name) for name in raw}
 
 
 def parse_params(raw: Any) -> Params:
@@ -540,17 +521,15 @@ def parse_params(raw: Any) -> Params:
     return params
 
 
-def _check_pretrain(cfg: PretrainConfig, section: str, only: set[str] | None = None) -> None:
-    """Range checks of `pretrain` values (all of them, or the keys in ``only``) under the name
-    ``section`` (``pretrain`` or a dataset's ``sources.<name>.pretrain``)."""
+def _check_pretrain(cfg: PretrainConfig, section: str) -> None:
+    """Range checks of `pretrain` values under the name ``section`` (``pretrain`` or a dataset's
+    ``sources.<name>.pretrain``)."""
     for key in ("max_steps", "threads", "workers"):
-        if only is not None and key not in only:
-            continue
         value = getattr(cfg, key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(f"params.yaml: '{section}.{key}' must be an integer >= 0 (0 = "
                               f"{'no cap' if key == 'max_steps' else 'automatic'}), got {value!r}")
-    if (only is None or "min_delta" in only) and not 0.0 <= cfg.min_delta < 1.0:
+    if not 0.0 <= cfg.min_delta < 1.0:
         raise ConfigError(f"params.yaml: '{section}.min_delta' must lie in [0, 1), got {cfg.min_delta}")
 
 
