@@ -1,4 +1,5 @@
 import copy
+import dataclasses
 
 import pytest
 import yaml
@@ -65,13 +66,17 @@ def test_a_datasets_own_pretrain_values_apply_to_it_alone(raw):
     assert cmc.lr == p.pretrain.lr and cmc.ratios == p.pretrain.ratios
 
 
-def test_income_pretrains_in_fp32_by_default(root):
-    """bf16 autocast measured 0.74 points under fp32 on income over three seeds, within noise
-    elsewhere (README, precision): the default keeps bf16's speed only where it keeps accuracy."""
+def test_default_dataset_values_are_the_measured_ones(root):
+    """bf16 autocast measured 0.74 points under fp32 on income over three seeds, and our two speed
+    deviations together 0.66 points under the paper's settings on pixel over ten seeds (README,
+    precision and early-stopping threshold): those two tables train as measured best, the other
+    six keep the section's faster defaults."""
     p = load_params(root / "params.yaml")
-    assert p.pretrain.precision == "auto"
-    assert {name for name in p.datasets if p.pretrain_for(name).precision != "auto"} == {"income"}
-    assert p.pretrain_for("income").precision == "fp32"
+    assert (p.pretrain.precision, p.pretrain.min_delta) == ("auto", 0.001)
+    own = {name for name in p.datasets if p.pretrain_for(name) != p.pretrain}
+    assert own == {"income", "pixel"}
+    assert p.pretrain_for("income") == dataclasses.replace(p.pretrain, precision="fp32")
+    assert p.pretrain_for("pixel") == dataclasses.replace(p.pretrain, precision="fp32", min_delta=0.0)
 
 
 def test_every_pretrain_and_evaluate_setting_is_a_dvc_param_of_its_stage(root):
