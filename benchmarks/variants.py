@@ -8,7 +8,8 @@ Usage (repository root):
 
 A variant is `key=value[,key=value]` over `split.*` and `pretrain.*` keys (`default` = params.yaml
 as it is). Each variant runs the pipeline's own code in-process (split, pretrain every ratio,
-evaluate); prints the ensemble's mean accuracy per shot, the mean over seeds, and the paper's
+evaluate); prints the ensemble's mean accuracy per shot for each seed as it finishes, then the
+table of seeds, the mean over seeds, and the paper's
 value. Not part of the test suite.
 """
 
@@ -83,6 +84,9 @@ def main() -> None:
             ens = episodes[episodes["member"] == ENSEMBLE].groupby("shot")["accuracy"].mean()
             for shot, acc in ens.items():
                 rows.append({"variant": text, "seed": seed, "shot": int(shot), "accuracy": float(acc)})
+            # each seed as it finishes, so a long run that is stopped keeps what it measured
+            cells = " / ".join(f"{acc:.2f}" for acc in ens.values)
+            print(f"{text} seed {seed}: {cells} ({time.perf_counter() - start:.0f} s)", flush=True)
         print(f"{text}: {time.perf_counter() - start:.0f} s", flush=True)
     result = pd.DataFrame(rows)
     table_out = result.pivot_table(index=["variant", "seed"], columns="shot", values="accuracy")
