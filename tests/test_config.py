@@ -83,8 +83,6 @@ def test_default_dataset_values_are_the_measured_ones(root):
 
 def test_every_pretrain_and_evaluate_setting_is_a_dvc_param_of_its_stage(root):
     """A params.yaml key that a stage reads but dvc.yaml does not list would not rerun the stage."""
-    import dataclasses
-
     from seba.config import EvaluateConfig, PretrainConfig
 
     stages = yaml.safe_load((root / "dvc.yaml").read_text())["stages"]
@@ -100,8 +98,6 @@ def test_every_pretrain_and_evaluate_setting_is_a_dvc_param_of_its_stage(root):
 
 def test_every_baseline_section_in_params_yaml_matches_its_dataclass_defaults(raw):
     """A method left out of params.yaml runs with its dataclass defaults: the two must agree."""
-    import dataclasses
-
     from seba.config import BASELINE_SECTIONS
 
     for name, cls in BASELINE_SECTIONS.items():
