@@ -21,7 +21,7 @@ def prototype_scores(features: torch.Tensor, support: torch.Tensor, support_labe
 
 def train_probes(features: torch.Tensor, support: torch.Tensor, support_labels: torch.Tensor,
                  n_classes: int, lr: float, max_iters: int, patience: int,
-                 generator: torch.Generator, chunk_bytes: int = 4 << 20,
+                 generator: torch.Generator, chunk_bytes: int | None = None,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One linear probe per (member, episode), trained many at a time as one tensor program.
@@ -40,7 +40,7 @@ def train_probes(features: torch.Tensor, support: torch.Tensor, support_labels: 
     one-hot), not taken by autograd; the probes of a chunk start together, so they share Adam's
     step count and one fused Adam kernel (torch's, as ``torch.optim.Adam(fused=True)`` uses)
     updates them in one pass; train accuracy is kept as a count of wrong support rows; probes
-    are taken in chunks whose support fits in ``chunk_bytes`` (cache-sized); when half of a
+    are taken in chunks whose support fits in ``chunk_bytes`` (cache-sized on a CPU); when half of a
     chunk's probes have stopped, the chunk is compacted to the ones still running, so a
     long-running probe does not keep the finished ones busy.
     Returns weights [M, E, F, C], biases [M, E, C] and iterations used [M, E].
@@ -62,6 +62,8 @@ def train_probes(features: torch.Tensor, support: torch.Tensor, support_labels: 
                       bias0.reshape(n_probes, n_classes, 1)], dim=2).contiguous()
     iterations = torch.zeros(n_probes, dtype=torch.long, device=device)
     width = n_features + 1
+    if chunk_bytes is None:  # a CPU's cache; on a GPU, all probes at once (fewer, larger kernels)
+        chunk_bytes = 4 << 20 if device.type == "cpu" else 1 << 30
     chunk = max(1, min(n_probes, chunk_bytes // max(1, S * width * features.element_size())))
     b1, b2 = betas
     step = torch.zeros((), device=device)  # Adam's step count, shared by a chunk's probes

@@ -33,7 +33,8 @@ def episode_scores(predictions: torch.Tensor, y_test: torch.Tensor, query: torch
     per_class_total = (query[..., None] & onehot).sum(-2).float()  # [E, C]
     per_class_correct = (correct[..., None] & onehot).sum(-2).float()  # [K, E, C]
     present = per_class_total > 0
-    recall = torch.where(present, per_class_correct / per_class_total.clamp(min=1), torch.zeros(()))
+    recall = torch.where(present, per_class_correct / per_class_total.clamp(min=1),
+                         per_class_correct.new_zeros(()))
     balanced = recall.sum(-1) / present.sum(-1).float()
     return accuracy, balanced
 

@@ -48,8 +48,15 @@ def feature_view(x: torch.Tensor, column_mask: torch.Tensor, fill: str = "zero",
 
 
 def target_neighbours(x: torch.Tensor, column_mask: torch.Tensor) -> torch.Tensor:
-    """Index of each row's nearest other row (Euclidean) in the target view x[:, m]. [B]"""
-    target = x[:, column_mask]
+    """Index of each row's nearest other row (Euclidean) in the target view x[:, m]. [B]
+
+    On a CPU the target columns are selected (fewer columns to compare); elsewhere the other
+    columns are zeroed instead, which gives the same distances without the device-to-host
+    synchronisation that boolean indexing costs (it must read the mask's count)."""
+    if x.device.type == "cpu":
+        target = x[:, column_mask]
+    else:
+        target = x * column_mask.to(x.dtype)
     distances = torch.cdist(target, target)
     distances.fill_diagonal_(float("inf"))
     return distances.argmin(dim=1)

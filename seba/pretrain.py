@@ -48,6 +48,7 @@ class PretrainResult:
     precision: str = "fp32"
     steps: int = 0
     capped: bool = False  # stopped by pretrain.max_steps, not by patience
+    cuda_graphs: bool = False  # steps after the first epoch replayed as CUDA graphs
 
 
 class EarlyStopping:
@@ -99,11 +100,52 @@ def _batches(n_rows: int, batch_size: int, order: torch.Tensor) -> list[torch.Te
 
 def make_adam(params: list, lr: float, device: torch.device) -> torch.optim.Optimizer:
     """Adam with torch's fused kernel where the device has one (the same update, one pass over
-    the weights instead of several: ~10 % of a CPU step here), else the default."""
+    the weights instead of several: ~10 % of a CPU step here), else the default. On CUDA it
+    keeps its step count on the device (``capturable``), so that a step can be a CUDA graph."""
     try:
-        return torch.optim.Adam(params, lr=lr, fused=device.type in ("cpu", "cuda"))
+        return torch.optim.Adam(params, lr=lr, fused=device.type in ("cpu", "cuda"),
+                                capturable=device.type == "cuda")
     except (RuntimeError, TypeError, ValueError):
         return torch.optim.Adam(params, lr=lr)
+
+
+class StepGraphs:
+    """Training steps (gather the batch's rows, SeBA loss, backward, Adam) captured as CUDA
+    graphs, one per batch length, and replayed: a step is then one launch instead of about a
+    hundred kernels each launched from Python, which on a GPU cost more than the kernels
+    themselves (benchmarks/speed.py --device cuda). The kernels are those of the eager step, on
+    the same tensors, so a replayed step computes what the eager one would. Captured after a
+    first eager epoch (which creates Adam's state and warms the libraries up)."""
+
+    def __init__(self, encoder: Encoder, projector: Projector, optimiser: torch.optim.Optimizer,
+                 X: torch.Tensor, cfg: PretrainConfig, n_columns: int):
+        self.encoder, self.projector, self.optimiser = encoder, projector, optimiser
+        self.X, self.cfg, self.n_columns = X, cfg, n_columns
+        self.graphs: dict[int, tuple] = {}
+
+    def capture(self, n_rows: int) -> None:
+        device = self.X.device
+        rows = torch.zeros(n_rows, dtype=torch.long, device=device)
+        mask = torch.zeros(self.n_columns, dtype=torch.bool, device=device)
+        perm = torch.arange(n_rows, device=device) if self.cfg.fill == "marginal" else None
+        graph = torch.cuda.CUDAGraph()
+        self.optimiser.zero_grad(set_to_none=True)  # the graph's backward writes the gradients
+        with torch.cuda.graph(graph):
+            loss = seba_loss(self.encoder, self.projector, self.X[rows], mask, self.cfg, perm)
+            loss.backward()
+            self.optimiser.step()
+        # the loss without its autograd graph: nodes kept alive from one capture (or from an
+        # eager step) make the next capture fail, their stream being another
+        self.graphs[n_rows] = (graph, rows, mask, perm, loss.detach())
+
+    def step(self, rows: torch.Tensor, mask: torch.Tensor, perm: torch.Tensor | None) -> torch.Tensor:
+        graph, static_rows, static_mask, static_perm, loss = self.graphs[len(rows)]
+        static_rows.copy_(rows)
+        static_mask.copy_(mask)
+        if static_perm is not None:
+            static_perm.copy_(perm)
+        graph.replay()
+        return loss
 
 
 def seba_loss(encoder: Encoder, projector: Projector, x: torch.Tensor, column_mask: torch.Tensor,
@@ -128,8 +170,12 @@ def pretrain_encoder(
     device: torch.device,
     label: str = "",
     on_epoch=None,
+    cuda_graphs: bool = True,
 ) -> PretrainResult:
-    """Train one SeBA encoder; returns the best (lowest validation objective) weights."""
+    """Train one SeBA encoder; returns the best (lowest validation objective) weights.
+
+    On CUDA in fp32, steps after the first epoch are replayed as CUDA graphs (``StepGraphs``;
+    ``cuda_graphs=False`` keeps every step eager); if capturing fails, training goes on eagerly."""
     cfg = dataclasses.replace(cfg, precision=resolve_precision(cfg.precision, device))
     run_seed = derive_seed(seed, ratio)
     encoder, projector = build_models(x_train.shape[1], cfg, run_seed)
@@ -149,29 +195,41 @@ def pretrain_encoder(
     def column_mask(generator: torch.Generator) -> torch.Tensor:
         return expand_mask(sample_group_mask(n_groups, k, generator), groups_t).to(device)
 
+    # Validation batches are consecutive rows. Their fixed masks and row permutations (drawn in
+    # both validation modes, so that the generator's later draws do not depend on the mode) go
+    # to the device in one copy each: draw j of batch i is entry i * draws + j.
     val_batches = _batches(len(V), cfg.batch_size, torch.arange(len(V)))
-    val_batches_d = [idx.to(device) for idx in val_batches]
-    fixed_val_masks = [[column_mask(val_gen) for _ in range(cfg.validation_draws)] for _ in val_batches]
-    fixed_val_perms = [[torch.randperm(len(b), generator=val_gen).to(device) for _ in range(cfg.validation_draws)]
-                       for b in val_batches]
+    val_rows = [(int(b[0]), int(b[0]) + len(b)) for b in val_batches]
+    draws = cfg.validation_draws
+    val_masks = [expand_mask(sample_group_mask(n_groups, k, val_gen), groups_t)
+                 for _ in val_batches for _ in range(draws)]
+    val_perms = [torch.randperm(len(b), generator=val_gen) for b in val_batches for _ in range(draws)]
+    if val_batches:
+        fixed_val_masks = torch.stack(val_masks).to(device)
+        fixed_val_perms = torch.cat(val_perms).to(device)
+        perm_starts = np.cumsum([0] + [len(p) for p in val_perms]).tolist()
 
     @torch.no_grad()
     def validation_loss() -> float:
         encoder.eval()
         projector.eval()
-        total, weight = 0.0, 0
-        for i, idx in enumerate(val_batches_d):
-            xb = V[idx]
+        # summed on the device in float64 (the same arithmetic as Python floats): one
+        # synchronisation per validation pass, not one per batch and draw
+        total, weight = torch.zeros((), dtype=torch.float64, device=device), 0
+        for i, (first, end) in enumerate(val_rows):
+            xb = V[first:end]
             if cfg.validation == "fixed":
-                draws = zip(fixed_val_masks[i], fixed_val_perms[i])
+                views = [(fixed_val_masks[i * draws + j],
+                          fixed_val_perms[perm_starts[i * draws + j]:perm_starts[i * draws + j + 1]])
+                         for j in range(draws)]
             else:
-                draws = [(column_mask(val_gen), torch.randperm(len(idx), generator=val_gen).to(device))]
-            for mask, perm in draws:
-                total += float(seba_loss(encoder, projector, xb, mask, cfg, perm)) * len(idx)
-                weight += len(idx)
+                views = [(column_mask(val_gen), torch.randperm(end - first, generator=val_gen).to(device))]
+            for mask, perm in views:
+                total += seba_loss(encoder, projector, xb, mask, cfg, perm).double() * (end - first)
+                weight += end - first
         encoder.train()
         projector.train()
-        return total / max(weight, 1)
+        return float(total) / max(weight, 1)
 
     result = PretrainResult(encoder_state={}, masked_columns=k, precision=cfg.precision)
     best_state = None
@@ -183,6 +241,7 @@ def pretrain_encoder(
     if cfg.max_steps and steps_per_epoch:
         epoch_limit = min(epoch_limit, math.ceil(cfg.max_steps / steps_per_epoch))
     throttle = Throttle(cfg.progress_seconds)
+    graphs: StepGraphs | None = None
     start = time.perf_counter()
     for epoch in range(1, epoch_limit + 1):
         # The epoch's shuffle, masks and permutations are drawn on the CPU generator (the same
@@ -195,17 +254,22 @@ def pretrain_encoder(
             perms.append(torch.randperm(len(idx), generator=gen) if cfg.fill == "marginal" else None)
         order_d = order.to(device)
         masks_d = torch.stack(masks).to(device)
+        perms_d = torch.cat(perms).to(device) if cfg.fill == "marginal" else None  # batch b's at its rows
         epoch_loss = torch.zeros((), device=device)  # summed on the device: no per-batch sync
         position = 0
         for b, idx in enumerate(batches):
-            xb = X[order_d[position:position + len(idx)]]
+            rows = order_d[position:position + len(idx)]
+            perm = perms_d[position:position + len(idx)] if perms_d is not None else None
             position += len(idx)
-            perm = perms[b].to(device) if perms[b] is not None else None
-            loss = seba_loss(encoder, projector, xb, masks_d[b], cfg, perm)
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            optimiser.step()
+            if graphs is not None:
+                loss = graphs.step(rows, masks_d[b], perm)
+            else:
+                loss = seba_loss(encoder, projector, X[rows], masks_d[b], cfg, perm)
+                optimiser.zero_grad(set_to_none=True)
+                loss.backward()
+                optimiser.step()
             epoch_loss += loss.detach() * len(idx)
+        loss = None  # frees the last eager step's autograd graph (a graph capture needs it gone)
         train_loss = float(epoch_loss) / len(X)
         val_loss = validation_loss() if len(val_batches) else train_loss
         if not (math.isfinite(train_loss) and math.isfinite(val_loss)):
@@ -222,6 +286,16 @@ def pretrain_encoder(
             on_epoch(epoch, train_loss, val_loss)
         if stopping.should_stop(epoch):
             break
+        if epoch == 1 and cuda_graphs and device.type == "cuda" and cfg.precision == "fp32":
+            graphs = StepGraphs(encoder, projector, optimiser, X, cfg, X.shape[1])
+            try:
+                for n_rows in sorted({len(idx) for idx in batches}):
+                    graphs.capture(n_rows)
+                result.cuda_graphs = True
+            except RuntimeError as error:
+                log(f"  {label}: CUDA graph capture failed ({error}); training on without graphs")
+                graphs = None
+                optimiser.zero_grad(set_to_none=True)
         if throttle.ready() and epoch > 1:
             elapsed = time.perf_counter() - start
             per_epoch = elapsed / epoch

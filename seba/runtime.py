@@ -61,10 +61,34 @@ def native_bf16(device) -> bool:
 
 
 def resolve_precision(name: str, device) -> str:
-    """``pretrain.precision``: auto -> bf16 where the device has native bf16, else fp32."""
+    """``pretrain.precision``: auto -> bf16 on a CPU with native bf16 (1.5-1.65x faster per
+    step on this project's CPU), fp32 elsewhere. On CUDA too: these models are too small for
+    bf16 to pay there, its casts add kernels, and on an H100 a bf16 step took 1.1-2.2x as long
+    as an fp32 one (benchmarks/speed.py --device cuda, reports/benchmarks.md)."""
     if name == "auto":
-        return "bf16" if native_bf16(device) else "fp32"
+        return "bf16" if device.type == "cpu" and native_bf16(device) else "fp32"
     return name
+
+
+def count_cuda_syncs(fn) -> tuple[int, object]:
+    """(host synchronisations with the CUDA device while ``fn()`` ran, its result), counted with
+    torch's sync debug mode (each synchronising call warns)."""
+    import warnings
+
+    import torch
+
+    torch.cuda.synchronize()
+    previous_always = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = fn()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+        torch.set_warn_always(previous_always)
+    return sum("synchroniz" in str(w.message) for w in caught), result
 
 
 def configure_threads(threads: int) -> int:

@@ -26,3 +26,18 @@ def test_derived_seeds_are_stable_and_distinct():
 def test_repo_root_and_format(root):
     assert repo_root(root / "seba") == root
     assert format_seconds(59) == "59s" and format_seconds(61) == "1m01s" and format_seconds(3700) == "1h01m"
+
+
+def test_auto_precision_is_bf16_only_on_a_cpu_with_native_bf16(monkeypatch):
+    import torch
+
+    from seba import runtime
+
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")  # a device object needs no GPU
+    monkeypatch.setattr(runtime, "native_bf16", lambda device: True)
+    assert runtime.resolve_precision("auto", cpu) == "bf16"
+    assert runtime.resolve_precision("auto", cuda) == "fp32"  # measured slower on an H100
+    assert runtime.resolve_precision("bf16", cuda) == "bf16"  # asked for explicitly
+    monkeypatch.setattr(runtime, "native_bf16", lambda device: False)
+    assert runtime.resolve_precision("auto", cpu) == "fp32"
+    assert runtime.resolve_precision("fp32", cpu) == "fp32"

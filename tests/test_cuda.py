@@ -1,0 +1,99 @@
+"""Pretraining and evaluation on a CUDA device (skipped where there is none, as on CI; run on a
+GPU machine with `pytest tests/test_cuda.py`)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from seba.config import load_params
+from seba.data import encode_table, load_snapshot, make_split, scale
+from seba.evaluate import evaluate_members, summarise
+from seba.pretrain import encode, encoder_config, pretrain_encoder
+from seba.runtime import count_cuda_syncs
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+CPU, CUDA = torch.device("cpu"), torch.device("cuda")
+
+
+@pytest.fixture(scope="module")
+def karhunen(root, snapshot_dir):
+    params = load_params(root / "params.yaml")
+    frame, _ = load_snapshot(params.sources["karhunen"].openml_id, snapshot_dir)
+    table = encode_table(frame)
+    split = make_split(table.y, 0, params.split.test_fraction, params.split.val_fraction)
+    return params, table, split, scale(table, split.train)
+
+
+def test_sync_counter_sees_each_synchronisation():
+    x = torch.ones(8, device=CUDA)
+    count, _ = count_cuda_syncs(lambda: [float(x.sum()) for _ in range(5)])
+    assert count >= 5
+
+
+@pytest.mark.parametrize("fill", ["zero", "marginal"])
+def test_pretraining_synchronises_per_epoch_not_per_batch(karhunen, fill):
+    params, table, split, X = karhunen
+    per_epoch = {}
+    for batch_size in (32, 512):  # 42 and 3 training batches per epoch
+        counts = {}
+        for epochs in (3, 5):
+            cfg = dataclasses.replace(params.pretrain, max_epochs=epochs, batch_size=batch_size, fill=fill,
+                                      precision="fp32", progress_seconds=1e9)
+            counts[epochs], result = count_cuda_syncs(
+                lambda: pretrain_encoder(X[split.train], X[split.val], table.groups, 0.3, 0, cfg, CUDA))
+            assert result.stop_epoch == epochs and result.cuda_graphs
+        per_epoch[batch_size] = (counts[5] - counts[3]) / 2
+    assert len(split.train) // 32 > 40
+    # the epoch's rows, masks (and permutations) to the device, its training and validation
+    # losses back: the same few synchronisations whatever the number of batches
+    assert per_epoch[32] == per_epoch[512], per_epoch
+    assert per_epoch[32] <= (5 if fill == "marginal" else 4), per_epoch
+
+
+@pytest.mark.parametrize("fill", ["zero", "marginal"])
+def test_graph_replayed_steps_compute_the_eager_steps(karhunen, fill):
+    params, table, split, X = karhunen
+    cfg = dataclasses.replace(params.pretrain, max_epochs=4, batch_size=256, fill=fill, precision="fp32",
+                              progress_seconds=1e9)
+    runs = {graphs: pretrain_encoder(X[split.train], X[split.val], table.groups, 0.3, 0, cfg, CUDA,
+                                     cuda_graphs=graphs) for graphs in (True, False)}
+    assert runs[True].cuda_graphs and not runs[False].cuda_graphs
+    np.testing.assert_allclose(runs[True].train_loss, runs[False].train_loss, rtol=1e-6)
+    np.testing.assert_allclose(runs[True].val_loss, runs[False].val_loss, rtol=1e-6)
+    for name, value in runs[True].encoder_state.items():
+        torch.testing.assert_close(value, runs[False].encoder_state[name], rtol=1e-5, atol=1e-6)
+
+
+def test_pretraining_on_cuda_follows_the_cpu(karhunen):
+    params, table, split, X = karhunen
+    cfg = dataclasses.replace(params.pretrain, max_epochs=3, precision="fp32", progress_seconds=1e9)
+    runs = {device.type: pretrain_encoder(X[split.train], X[split.val], table.groups, 0.3, 0, cfg, device)
+            for device in (CPU, CUDA)}
+    # same initial weights, shuffles and masks (drawn on the CPU); only the arithmetic differs
+    np.testing.assert_allclose(runs["cuda"].train_loss[0], runs["cpu"].train_loss[0], rtol=1e-4)
+    np.testing.assert_allclose(runs["cuda"].val_loss, runs["cpu"].val_loss, rtol=2e-3)
+    config = encoder_config(cfg, X.shape[1])
+    on_cpu = encode(runs["cpu"].encoder_state, config, X[split.test], CPU)
+    on_cuda = encode(runs["cuda"].encoder_state, config, X[split.test], CUDA).cpu()
+    assert torch.allclose(on_cuda, on_cpu, rtol=0.05, atol=0.05)
+
+
+def test_evaluation_on_cuda_follows_the_cpu(karhunen):
+    params, table, split, X = karhunen
+    cfg = dataclasses.replace(params.pretrain, max_epochs=5, precision="fp32", progress_seconds=1e9)
+    features = []
+    for ratio in (0.1, 0.5):
+        result = pretrain_encoder(X[split.train], X[split.val], table.groups, ratio, 0, cfg, CPU)
+        features.append(encode(result.encoder_state, encoder_config(cfg, X.shape[1]), X[split.test], CPU))
+    features = torch.stack(features)
+    y_test = table.y[split.test]
+    runs = {device.type: evaluate_members(features.to(device), ["a", "b"], y_test, len(table.classes), 0,
+                                          params.evaluate, "karhunen") for device in (CPU, CUDA)}
+    # identical episodes; probes may stop an iteration apart where float sums differ
+    assert (runs["cuda"]["support_hash"] == runs["cpu"]["support_hash"]).all()
+    same_iters = (runs["cuda"]["probe_iterations"] == runs["cpu"]["probe_iterations"]).mean()
+    assert same_iters > 0.8, same_iters
+    means = {k: summarise(v).set_index(["shot", "member"])["accuracy"] for k, v in runs.items()}
+    assert (means["cuda"] - means["cpu"]).abs().max() < 0.5, (means["cuda"] - means["cpu"])
