@@ -1,7 +1,7 @@
 """Speed figures for this machine, all measured in one run (not part of the test suite).
 
 Usage (repository root): python benchmarks/speed.py [--tables karhunen,income] [--skip-dvc]
-                        [--skip-steps] [--skip-eval]
+                        [--skip-steps] [--skip-eval] [--device cuda]
 
 Prints:
 1. the plain matrix-multiply peak (fp32 and bf16) of this machine: the baseline;
@@ -14,6 +14,11 @@ Prints:
    and what the probes' two batched products alone cost for the same probe-iterations (a floor);
 4. with a pipeline run present, the no-op `dvc repro` time (run twice, best taken) and the
    per-stage times read from MLflow (benchmarks/stage_times.py).
+
+With `--device cuda` sections 1-3 run on the GPU (timings synchronise with it), and section 2
+adds the share of each step's wall time that the GPU spends in kernels (torch's profiler) and
+the host synchronisations of a real training epoch, counted with torch's sync debug mode
+(section 2c, with two batch sizes: the count must not grow with the number of batches).
 """
 
 from __future__ import annotations
@@ -36,24 +41,36 @@ from seba.config import load_params  # noqa: E402
 from seba.data import encode_table, load_snapshot, make_split, scale  # noqa: E402
 from seba.evaluate import ENSEMBLE, evaluate_members, summarise  # noqa: E402
 from seba.objective import expand_mask, masked_group_count, sample_group_mask  # noqa: E402
-from seba.pretrain import build_models, encode, encoder_config, make_adam, pretrain_encoder, seba_loss  # noqa: E402
+from seba.pretrain import (StepGraphs, build_models, encode, encoder_config, make_adam,  # noqa: E402
+                           pretrain_encoder, seba_loss)
+
+
+DEVICE = torch.device("cpu")  # --device
+
+
+def sync() -> None:
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def timed(fn, repeats: int, warmup: int = 2) -> float:
-    """Median seconds of ``fn()`` over ``repeats`` calls after ``warmup`` calls."""
+    """Median seconds of ``fn()`` over ``repeats`` calls after ``warmup`` calls (each call
+    waits for the device to finish)."""
     for _ in range(warmup):
         fn()
     times = []
     for _ in range(repeats):
+        sync()
         start = time.perf_counter()
         fn()
+        sync()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
 
-def matmul_peak(dtype: torch.dtype, n: int = 2048) -> float:
-    a = torch.randn(n, n).to(dtype)
-    b = torch.randn(n, n).to(dtype)
+def matmul_peak(dtype: torch.dtype, n: int) -> float:
+    a = torch.randn(n, n, device=DEVICE).to(dtype)
+    b = torch.randn(n, n, device=DEVICE).to(dtype)
     seconds = timed(lambda: a @ b, repeats=10)
     return 2 * n ** 3 / seconds / 1e9
 
@@ -76,39 +93,107 @@ def load_table(name: str, params):
     return table, split
 
 
-def training_step(table, split, params, precision: str):
+def training_step(table, split, params, precision: str, graph: bool = False):
     """A closure running one SeBA training step (r = 0.3) on the first 1024 train rows of one
-    seed's split, with the pipeline's models and Adam; returns (step, batch rows, columns)."""
+    seed's split, with the pipeline's models and Adam, on DEVICE (masks drawn ahead and kept
+    there, as the pipeline does per epoch); returns (step, batch rows, columns, config)."""
     X = torch.as_tensor(scale(table, split.train)[split.train], dtype=torch.float32)
-    xb = X[:min(1024, len(X))]
+    xb = X[:min(1024, len(X))].to(DEVICE)
     groups = torch.as_tensor(table.groups, dtype=torch.long)
     n_groups = int(table.groups.max()) + 1
     gen = torch.Generator().manual_seed(0)
     k = masked_group_count(n_groups, 0.3, 1)
+    masks = torch.stack([expand_mask(sample_group_mask(n_groups, k, gen), groups) for _ in range(64)]).to(DEVICE)
     cfg = dataclasses.replace(params.pretrain, precision=precision)
     encoder, projector = build_models(X.shape[1], cfg, 0)
-    optimiser = make_adam(list(encoder.parameters()) + list(projector.parameters()), cfg.lr, torch.device("cpu"))
+    encoder.to(DEVICE)
+    projector.to(DEVICE)
+    optimiser = make_adam(list(encoder.parameters()) + list(projector.parameters()), cfg.lr, DEVICE)
+    calls = iter(range(1 << 62))
 
     def step():
-        mask = expand_mask(sample_group_mask(n_groups, k, gen), groups)
+        mask = masks[next(calls) % len(masks)]
         loss = seba_loss(encoder, projector, xb, mask, cfg)
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
         optimiser.step()
+
+    if graph:  # the pipeline's CUDA-graph step (seba.pretrain.StepGraphs), after eager warm-up steps
+        for _ in range(3):
+            step()
+        graphs = StepGraphs(encoder, projector, optimiser, xb, cfg, X.shape[1])
+        graphs.capture(len(xb))
+        rows = torch.arange(len(xb), device=DEVICE)
+
+        def step():
+            graphs.step(rows, masks[next(calls) % len(masks)], None)
 
     return step, len(xb), X.shape[1], cfg
 
 
 def step_benchmark(name: str, params, peaks: dict) -> None:
     table, split = load_table(name, params)
-    for precision in ("fp32", "bf16"):
-        step, batch, d, cfg = training_step(table, split, params, precision)
+    variants = [("fp32", False), ("bf16", False)] + ([("fp32", True)] if DEVICE.type == "cuda" else [])
+    for precision, graph in variants:
+        step, batch, d, cfg = training_step(table, split, params, precision, graph)
         seconds = timed(step, repeats=20, warmup=3)
         gflops = step_flops(batch, d, cfg) / seconds / 1e9
         peak = peaks[precision]
-        print(f"  {name:9s} D={d:4d} B={batch:4d} {precision}: {seconds * 1e3:7.1f} ms/step  "
-              f"{batch / seconds:8.0f} rows/s  {gflops:6.1f} GFLOP/s  = {100 * gflops / peak:5.1f} % of "
-              f"{precision} matmul peak ({100 * gflops / peaks['fp32']:5.1f} % of fp32 peak)")
+        label = precision + (" graph" if graph else "")
+        print(f"  {name:9s} D={d:4d} B={batch:4d} {label:10s}: {seconds * 1e3:7.2f} ms/step  "
+              f"{batch / seconds:8.0f} rows/s  {gflops:7.1f} GFLOP/s  = {100 * gflops / peak:5.1f} % of "
+              f"{precision} matmul peak ({100 * gflops / peaks['fp32']:5.1f} % of fp32 peak)"
+              + (f"  GPU busy {busy_text(step)}" if DEVICE.type == "cuda" else ""))
+
+
+def busy_text(step) -> str:
+    try:
+        return f"{100 * gpu_busy(step):.0f} % of the wall time"
+    except Exception as error:  # the profiler's event API differs between torch versions
+        return f"not measured ({type(error).__name__}: {error})"
+
+
+def gpu_busy(step, steps: int = 20) -> float:
+    """Share of the wall time of ``steps`` calls that the GPU spends running kernels (torch's
+    profiler; kernel intervals merged, so overlapping kernels count once)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    sync()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        sync()
+        wall = time.perf_counter() - start
+    spans = sorted((e.time_range.start, e.time_range.end) for e in prof.events()
+                   if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA)
+    busy, end = 0.0, -float("inf")
+    for a, b in spans:  # microseconds
+        if b > end:
+            busy += b - max(a, end)
+            end = b
+    return busy / 1e6 / wall
+
+
+def sync_benchmark(params, name: str = "income") -> None:
+    """Host synchronisations of real training epochs (pretrain_encoder, r = 0.3) on the GPU, at
+    two batch sizes: per-batch round trips would make the count grow with the batches. Per
+    epoch = (count of a 5-epoch run - count of a 3-epoch run) / 2 (set-up counted out)."""
+    from seba.runtime import count_cuda_syncs
+
+    table, split = load_table(name, params)
+    X = scale(table, split.train)
+    for batch_size in (1024, 128):
+        counts = {}
+        for epochs in (3, 5):
+            cfg = dataclasses.replace(params.pretrain_for(name), max_epochs=epochs, batch_size=batch_size,
+                                      progress_seconds=1e9)
+            counts[epochs], result = count_cuda_syncs(
+                lambda: pretrain_encoder(X[split.train], X[split.val], table.groups, 0.3, 0, cfg, DEVICE))
+        batches = -(-len(split.train) // batch_size)
+        print(f"  {name}, batch {batch_size}, {batches} training batches per epoch: {counts[3]} host "
+              f"synchronisations in 3 epochs, {counts[5]} in 5: {(counts[5] - counts[3]) / 2:.1f} per epoch "
+              f"(CUDA graphs: {'yes' if result.cuda_graphs else 'no'})")
 
 
 def _steps_in_process(name: str, threads: int, steps: int, queue, barrier) -> None:
@@ -169,18 +254,19 @@ def evaluation_benchmark(params) -> None:
             state, model_config = checkpoint["encoder"], checkpoint["model_config"]
         else:
             source = "encoders trained here for 30 epochs (no pipeline run yet)"
-            result = pretrain_encoder(x_all[split.train], x_all[split.val], table.groups, ratio, 0, cfg,
-                                      torch.device("cpu"))
+            result = pretrain_encoder(x_all[split.train], x_all[split.val], table.groups, ratio, 0, cfg, DEVICE)
             state = result.encoder_state
             model_config = encoder_config(cfg, x_all.shape[1])
-        features.append(encode(state, model_config, x_all[split.test], torch.device("cpu")))
+        features.append(encode(state, model_config, x_all[split.test], DEVICE))
     features = torch.stack(features)
     members = [f"r{r}" for r in ratios]
     y_test = table.y[split.test]
     timings = []
     for _ in range(3):
+        sync()
         start = time.perf_counter()
         episodes = evaluate_members(features, members, y_test, len(table.classes), 0, params.evaluate, "karhunen")
+        sync()
         timings.append(time.perf_counter() - start)
     summary = summarise(episodes)
     ens = summary[summary["member"] == ENSEMBLE]
@@ -207,9 +293,9 @@ def probe_products_floor(features: torch.Tensor, episodes, n_classes: int, measu
     for shot, group in probes.groupby("shot"):
         n_iters = int((group["probe_iterations"] + 1).sum())  # iteration 0 evaluates the initial weights
         support = n_classes * int(shot)
-        x = torch.randn(slots, support, features.shape[-1] + 1)
-        w = torch.randn(slots, n_classes, features.shape[-1] + 1)
-        logits = torch.empty(slots, n_classes, support)
+        x = torch.randn(slots, support, features.shape[-1] + 1, device=DEVICE)
+        w = torch.randn(slots, n_classes, features.shape[-1] + 1, device=DEVICE)
+        logits = torch.empty(slots, n_classes, support, device=DEVICE)
         grad = torch.empty_like(w)
 
         def pair():
@@ -248,26 +334,34 @@ def main() -> None:
     parser.add_argument("--skip-dvc", action="store_true", help="leave out the dvc figures")
     parser.add_argument("--skip-eval", action="store_true", help="leave out the evaluation figure")
     parser.add_argument("--skip-steps", action="store_true", help="leave out sections 1-2 (peak, steps, workers)")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where sections 1-3 run")
     args = parser.parse_args()
+    global DEVICE
+    DEVICE = torch.device(args.device)
     params = load_params(ROOT / "params.yaml")
     torch.manual_seed(0)
+    gpu = f", {torch.cuda.get_device_name()}" if DEVICE.type == "cuda" else ""
     print(f"machine: {torch.get_num_threads()} torch threads, torch {torch.__version__}, "
-          f"CUDA {'yes' if torch.cuda.is_available() else 'no'}")
+          f"CUDA {'yes' if torch.cuda.is_available() else 'no'}; running on {DEVICE}{gpu}")
     if not args.skip_steps:
-        print("1. matmul peak (2048 x 2048 @ 2048 x 2048)")
-        peaks = {"fp32": matmul_peak(torch.float32), "bf16": matmul_peak(torch.bfloat16)}
+        n = 8192 if DEVICE.type == "cuda" else 2048
+        print(f"1. matmul peak ({n} x {n} @ {n} x {n}" + (", fp32 without TF32)" if DEVICE.type == "cuda" else ")"))
+        peaks = {"fp32": matmul_peak(torch.float32, n), "bf16": matmul_peak(torch.bfloat16, n)}
         for name, value in peaks.items():
-            print(f"  {name}: {value:7.1f} GFLOP/s")
+            print(f"  {name}: {value:9.1f} GFLOP/s")
         print("2. one SeBA training step on a 1024-row batch (r = 0.3)")
         for name in args.tables.split(","):
             step_benchmark(name.strip(), params, peaks)
-        if torch.get_num_threads() > 1:
+        if DEVICE.type == "cuda":
+            print("2c. host synchronisations of real training epochs (pretrain_encoder)")
+            sync_benchmark(params)
+        elif torch.get_num_threads() > 1:
             print("2b. several seeds at once (pretrain.workers): processes x threads, 1024-row income steps")
             workers_benchmark()
     if not args.skip_eval:
         print("3. few-shot evaluation from encoded features")
         evaluation_benchmark(params)
-    if not args.skip_dvc:
+    if not args.skip_dvc and DEVICE.type == "cpu":
         print("4. pipeline")
         dvc_benchmark()
 

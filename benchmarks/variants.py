@@ -8,9 +8,10 @@ Usage (repository root):
 
 A variant is `key=value[,key=value]` over `split.*` and `pretrain.*` keys (`default` = params.yaml
 as it is). Each variant runs the pipeline's own code in-process (split, pretrain every ratio,
-evaluate); prints the ensemble's mean accuracy per shot for each seed as it finishes, then the
-table of seeds, the mean over seeds, and the paper's
-value. Not part of the test suite.
+evaluate); prints the ensemble's mean accuracy per shot for each seed as it finishes (with the
+seconds spent pretraining and evaluating), then the table of seeds, the mean over seeds, and
+the paper's value. Several datasets (`--dataset cmc diabetes ...`) run one after the other in
+the same process. `--device cuda` trains and evaluates on the GPU. Not part of the test suite.
 """
 
 import argparse
@@ -50,20 +51,26 @@ def cast(template, value: str):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--dataset", required=True, nargs="+")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--variant", action="append", default=[])
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     args = parser.parse_args()
     params = load_params(ROOT / "params.yaml")
-    frame, _ = load_snapshot(params.sources[args.dataset].openml_id, ROOT / "data" / "snapshot")
+    device = torch.device(args.device)
+    for dataset in args.dataset:
+        run_dataset(params, dataset, args.seeds, args.variant or ["default"], device)
+
+
+def run_dataset(params, dataset: str, seeds: list[int], variants: list[str], device: torch.device) -> None:
+    frame, _ = load_snapshot(params.sources[dataset].openml_id, ROOT / "data" / "snapshot")
     table = encode_table(frame)
     paper = load_paper(ROOT / "data" / "reference" / "paper_results.csv")
-    paper = paper[paper["dataset"] == args.dataset]
-    device = torch.device("cpu")
+    paper = paper[paper["dataset"] == dataset]
     rows = []
-    for text in args.variant or ["default"]:
+    for text in variants:
         changes = parse_variant(text)
-        split_cfg, cfg = params.split, params.pretrain_for(args.dataset)
+        split_cfg, cfg = params.split, params.pretrain_for(dataset)
         for key, value in changes.items():
             if hasattr(split_cfg, key):
                 split_cfg = dataclasses.replace(split_cfg, **{key: cast(getattr(split_cfg, key), value)})
@@ -71,23 +78,27 @@ def main() -> None:
                 cfg = dataclasses.replace(cfg, **{key: cast(getattr(cfg, key), value)})
         cfg = dataclasses.replace(cfg, progress_seconds=1e9)
         start = time.perf_counter()
-        for seed in args.seeds:
+        for seed in seeds:
             split = make_split(table.y, seed, split_cfg.test_fraction, split_cfg.val_fraction)
             X = scale(table, split.train)
             features = []
+            seed_start = time.perf_counter()
             for ratio in cfg.ratios:
                 result = pretrain_encoder(X[split.train], X[split.val], table.groups, ratio, seed, cfg, device)
                 features.append(encode(result.encoder_state, encoder_config(cfg, X.shape[1]), X[split.test], device))
+            pretrain_seconds = time.perf_counter() - seed_start
             episodes = evaluate_members(torch.stack(features), [f"r{r:g}" for r in cfg.ratios],
                                         table.y[split.test], len(table.classes), seed, params.evaluate,
-                                        args.dataset)
+                                        dataset)
+            evaluate_seconds = time.perf_counter() - seed_start - pretrain_seconds
             ens = episodes[episodes["member"] == ENSEMBLE].groupby("shot")["accuracy"].mean()
             for shot, acc in ens.items():
                 rows.append({"variant": text, "seed": seed, "shot": int(shot), "accuracy": float(acc)})
             # each seed as it finishes, so a long run that is stopped keeps what it measured
             cells = " / ".join(f"{acc:.2f}" for acc in ens.values)
-            print(f"{text} seed {seed}: {cells} ({time.perf_counter() - start:.0f} s)", flush=True)
-        print(f"{text}: {time.perf_counter() - start:.0f} s", flush=True)
+            print(f"{dataset} {text} seed {seed}: {cells} (pretraining {pretrain_seconds:.1f} s, evaluation "
+                  f"{evaluate_seconds:.1f} s; {time.perf_counter() - start:.0f} s so far)", flush=True)
+        print(f"{dataset} {text}: {time.perf_counter() - start:.0f} s", flush=True)
     result = pd.DataFrame(rows)
     table_out = result.pivot_table(index=["variant", "seed"], columns="shot", values="accuracy")
     print(table_out.round(2).to_string())
