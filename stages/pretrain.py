@@ -70,8 +70,8 @@ def main() -> None:
                        "masked_columns": result.masked_columns, "steps": result.steps,
                        "capped": int(result.capped)}
             training_log["precision"] = result.precision
-            training_log["seeds"][str(seed)] = {**summary, "train_loss": result.train_loss,
-                                                "val_loss": result.val_loss}
+            training_log["seeds"][str(seed)] = {**summary, "cuda_graphs": result.cuda_graphs,
+                                                "train_loss": result.train_loss, "val_loss": result.val_loss}
             tracker.log_series({"train_loss": list(enumerate(result.train_loss, start=1)),
                                 "val_loss": list(enumerate(result.val_loss, start=1))}, child)
             tracker.log_metrics(summary, child)
