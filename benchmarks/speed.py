@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import statistics
 import subprocess
 import sys
@@ -103,17 +104,16 @@ def training_step(table, split, params, precision: str, graph: bool = False):
     n_groups = int(table.groups.max()) + 1
     gen = torch.Generator().manual_seed(0)
     k = masked_group_count(n_groups, 0.3, 1)
-    masks = torch.stack([expand_mask(sample_group_mask(n_groups, k, gen), groups) for _ in range(64)]).to(DEVICE)
+    masks = itertools.cycle(torch.stack([expand_mask(sample_group_mask(n_groups, k, gen), groups)
+                                         for _ in range(64)]).to(DEVICE))
     cfg = dataclasses.replace(params.pretrain, precision=precision)
     encoder, projector = build_models(X.shape[1], cfg, 0)
     encoder.to(DEVICE)
     projector.to(DEVICE)
     optimiser = make_adam(list(encoder.parameters()) + list(projector.parameters()), cfg.lr, DEVICE)
-    calls = iter(range(1 << 62))
 
     def step():
-        mask = masks[next(calls) % len(masks)]
-        loss = seba_loss(encoder, projector, xb, mask, cfg)
+        loss = seba_loss(encoder, projector, xb, next(masks), cfg)
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
         optimiser.step()
@@ -121,12 +121,12 @@ def training_step(table, split, params, precision: str, graph: bool = False):
     if graph:  # the pipeline's CUDA-graph step (seba.pretrain.StepGraphs), after eager warm-up steps
         for _ in range(3):
             step()
-        graphs = StepGraphs(encoder, projector, optimiser, xb, cfg, X.shape[1])
+        graphs = StepGraphs(encoder, projector, optimiser, xb, cfg)
         graphs.capture(len(xb))
         rows = torch.arange(len(xb), device=DEVICE)
 
         def step():
-            graphs.step(rows, masks[next(calls) % len(masks)], None)
+            graphs.step(rows, next(masks), None)
 
     return step, len(xb), X.shape[1], cfg
 

@@ -118,15 +118,15 @@ class StepGraphs:
     first eager epoch (which creates Adam's state and warms the libraries up)."""
 
     def __init__(self, encoder: Encoder, projector: Projector, optimiser: torch.optim.Optimizer,
-                 X: torch.Tensor, cfg: PretrainConfig, n_columns: int):
+                 X: torch.Tensor, cfg: PretrainConfig):
         self.encoder, self.projector, self.optimiser = encoder, projector, optimiser
-        self.X, self.cfg, self.n_columns = X, cfg, n_columns
+        self.X, self.cfg = X, cfg
         self.graphs: dict[int, tuple] = {}
 
     def capture(self, n_rows: int) -> None:
         device = self.X.device
         rows = torch.zeros(n_rows, dtype=torch.long, device=device)
-        mask = torch.zeros(self.n_columns, dtype=torch.bool, device=device)
+        mask = torch.zeros(self.X.shape[1], dtype=torch.bool, device=device)
         perm = torch.arange(n_rows, device=device) if self.cfg.fill == "marginal" else None
         graph = torch.cuda.CUDAGraph()
         self.optimiser.zero_grad(set_to_none=True)  # the graph's backward writes the gradients
@@ -193,7 +193,8 @@ def pretrain_encoder(
     val_gen = torch.Generator().manual_seed(derive_seed(seed, ratio, "validation"))
 
     def column_mask(generator: torch.Generator) -> torch.Tensor:
-        return expand_mask(sample_group_mask(n_groups, k, generator), groups_t).to(device)
+        """One training-view mask over the encoded columns, drawn on the CPU generator."""
+        return expand_mask(sample_group_mask(n_groups, k, generator), groups_t)
 
     # Validation batches are consecutive rows. Their fixed masks and row permutations (drawn in
     # both validation modes, so that the generator's later draws do not depend on the mode) go
@@ -201,8 +202,7 @@ def pretrain_encoder(
     val_batches = _batches(len(V), cfg.batch_size, torch.arange(len(V)))
     val_rows = [(int(b[0]), int(b[0]) + len(b)) for b in val_batches]
     draws = cfg.validation_draws
-    val_masks = [expand_mask(sample_group_mask(n_groups, k, val_gen), groups_t)
-                 for _ in val_batches for _ in range(draws)]
+    val_masks = [column_mask(val_gen) for _ in val_batches for _ in range(draws)]
     val_perms = [torch.randperm(len(b), generator=val_gen) for b in val_batches for _ in range(draws)]
     if val_batches:
         fixed_val_masks = torch.stack(val_masks).to(device)
@@ -223,7 +223,8 @@ def pretrain_encoder(
                           fixed_val_perms[perm_starts[i * draws + j]:perm_starts[i * draws + j + 1]])
                          for j in range(draws)]
             else:
-                views = [(column_mask(val_gen), torch.randperm(end - first, generator=val_gen).to(device))]
+                views = [(column_mask(val_gen).to(device),
+                          torch.randperm(end - first, generator=val_gen).to(device))]
             for mask, perm in views:
                 total += seba_loss(encoder, projector, xb, mask, cfg, perm).double() * (end - first)
                 weight += end - first
@@ -250,7 +251,7 @@ def pretrain_encoder(
         batches = _batches(len(X), cfg.batch_size, order)
         masks, perms = [], []
         for idx in batches:
-            masks.append(expand_mask(sample_group_mask(n_groups, k, gen), groups_t))
+            masks.append(column_mask(gen))
             perms.append(torch.randperm(len(idx), generator=gen) if cfg.fill == "marginal" else None)
         order_d = order.to(device)
         masks_d = torch.stack(masks).to(device)
@@ -287,7 +288,7 @@ def pretrain_encoder(
         if stopping.should_stop(epoch):
             break
         if epoch == 1 and cuda_graphs and device.type == "cuda" and cfg.precision == "fp32":
-            graphs = StepGraphs(encoder, projector, optimiser, X, cfg, X.shape[1])
+            graphs = StepGraphs(encoder, projector, optimiser, X, cfg)
             try:
                 for n_rows in sorted({len(idx) for idx in batches}):
                     graphs.capture(n_rows)

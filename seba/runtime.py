@@ -71,25 +71,39 @@ def resolve_precision(name: str, device) -> str:
     return name
 
 
-def count_cuda_syncs(fn) -> tuple[int, object]:
+def count_cuda_syncs(fn, sites=None) -> tuple[int, object]:
     """(host synchronisations with the CUDA device while ``fn()`` ran, its result), counted with
-    torch's sync debug mode (each synchronising call warns)."""
+    torch's sync debug mode (each synchronising call warns). With a ``collections.Counter`` as
+    ``sites``, each synchronisation is also counted under its call site (the last five frames)."""
+    import traceback
     import warnings
 
     import torch
+
+    count = 0
+
+    def seen(message, *args, **kwargs) -> None:
+        nonlocal count
+        if "synchroniz" not in str(message):
+            return
+        count += 1
+        if sites is not None:
+            stack = [f for f in traceback.extract_stack()[:-1] if "warnings" not in f.filename]
+            sites[" <- ".join(f"{Path(f.filename).name}:{f.lineno}:{f.name}" for f in reversed(stack[-5:]))] += 1
 
     torch.cuda.synchronize()
     previous_always = torch.is_warn_always_enabled()
     torch.set_warn_always(True)
     torch.cuda.set_sync_debug_mode("warn")
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings():
             warnings.simplefilter("always")
+            warnings.showwarning = seen
             result = fn()
     finally:
         torch.cuda.set_sync_debug_mode("default")
         torch.set_warn_always(previous_always)
-    return sum("synchroniz" in str(w.message) for w in caught), result
+    return count, result
 
 
 def configure_threads(threads: int) -> int:

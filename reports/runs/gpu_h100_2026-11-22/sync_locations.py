@@ -1,12 +1,12 @@
-"""Where the pretraining loop synchronised with the GPU before this session's fix (run from the
-repository root on a CUDA machine: python reports/runs/gpu_h100_2026-11-22/sync_locations.py).
-Counts each synchronising call of three karhunen epochs (r = 0.3, fp32) by its call site, at
-batch sizes 32 and 512, with torch's sync debug mode."""
+"""Where the pretraining loop synchronises with the GPU (run from the repository root on a CUDA
+machine: python reports/runs/gpu_h100_2026-11-22/sync_locations.py). Counts each synchronising
+call of three karhunen epochs (r = 0.3, fp32) by its call site, at batch sizes 32 and 512, with
+seba.runtime.count_cuda_syncs (torch's sync debug mode). The two output files in this folder
+came from an earlier copy of this script that set the debug mode up inline, with the same
+call-site format."""
 import collections
 import dataclasses
 import sys
-import traceback
-import warnings
 from pathlib import Path
 
 import torch
@@ -15,6 +15,7 @@ sys.path.insert(0, ".")
 from seba.config import load_params  # noqa: E402
 from seba.data import encode_table, load_snapshot, make_split, scale  # noqa: E402
 from seba.pretrain import pretrain_encoder  # noqa: E402
+from seba.runtime import count_cuda_syncs  # noqa: E402
 
 p = load_params(Path("params.yaml"))
 frame, _ = load_snapshot(p.sources["karhunen"].openml_id, Path("data/snapshot"))
@@ -24,20 +25,8 @@ X = scale(t, s.train)
 for bs in (32, 512):
     cfg = dataclasses.replace(p.pretrain, max_epochs=3, batch_size=bs, precision="fp32", progress_seconds=1e9)
     where = collections.Counter()
-
-    def show(message, category, filename, lineno, file=None, line=None):
-        if "synchroniz" in str(message):
-            st = [f for f in traceback.extract_stack()[:-1] if "warnings" not in f.filename]
-            where[" <- ".join(f"{Path(f.filename).name}:{f.lineno}:{f.name}" for f in reversed(st[-5:]))] += 1
-
-    torch.cuda.synchronize()
-    torch.set_warn_always(True)
-    torch.cuda.set_sync_debug_mode("warn")
-    with warnings.catch_warnings():
-        warnings.simplefilter("always")
-        warnings.showwarning = show
-        pretrain_encoder(X[s.train], X[s.val], t.groups, 0.3, 0, cfg, torch.device("cuda"))
-    torch.cuda.set_sync_debug_mode("default")
-    print(f"batch {bs}: {sum(where.values())} syncs")
+    count, _ = count_cuda_syncs(
+        lambda: pretrain_encoder(X[s.train], X[s.val], t.groups, 0.3, 0, cfg, torch.device("cuda")), where)
+    print(f"batch {bs}: {count} syncs")
     for k, v in where.most_common():
         print(f"  {v:4d}  {k}")
