@@ -42,8 +42,10 @@ from seba.config import load_params  # noqa: E402
 from seba.data import encode_table, load_snapshot, make_split, scale  # noqa: E402
 from seba.evaluate import ENSEMBLE, evaluate_members, summarise  # noqa: E402
 from seba.objective import expand_mask, masked_group_count, sample_group_mask  # noqa: E402
-from seba.pretrain import (StepGraphs, build_models, encode, encoder_config, make_adam,  # noqa: E402
-                           pretrain_encoder, seba_loss)
+from seba.model import StackedEncoder, StackedProjector  # noqa: E402
+from seba.pretrain import (StackedStepGraphs, build_models, encode, encoder_config,  # noqa: E402
+                           pretrain_encoder, stacked_seba_loss)
+from seba.training import make_adam  # noqa: E402
 
 
 DEVICE = torch.device("cpu")  # --device
@@ -94,41 +96,44 @@ def load_table(name: str, params):
     return table, split
 
 
-def training_step(table, split, params, precision: str, graph: bool = False):
+def training_step(table, split, params, precision: str, graph: bool = False, stack: int = 1):
     """A closure running one SeBA training step (r = 0.3) on the first 1024 train rows of one
     seed's split, with the pipeline's models and Adam, on DEVICE (masks drawn ahead and kept
-    there, as the pipeline does per epoch); returns (step, batch rows, columns, config)."""
+    there, as the pipeline does per epoch), for a stack of ``stack`` models (seeds 0 ..
+    stack - 1, each on the same rows under its own mask); returns (step, batch rows, columns,
+    config)."""
     X = torch.as_tensor(scale(table, split.train)[split.train], dtype=torch.float32)
-    xb = X[:min(1024, len(X))].to(DEVICE)
+    xb = X[:min(1024, len(X))].to(DEVICE).expand(stack, -1, -1).contiguous()
     groups = torch.as_tensor(table.groups, dtype=torch.long)
     n_groups = int(table.groups.max()) + 1
     gen = torch.Generator().manual_seed(0)
     k = masked_group_count(n_groups, 0.3, 1)
-    masks = itertools.cycle(torch.stack([expand_mask(sample_group_mask(n_groups, k, gen), groups)
-                                         for _ in range(64)]).to(DEVICE))
+    masks = itertools.cycle(torch.stack([
+        torch.stack([expand_mask(sample_group_mask(n_groups, k, gen), groups) for _ in range(stack)])
+        for _ in range(64)]).to(DEVICE))  # [stack, D] each
     cfg = dataclasses.replace(params.pretrain, precision=precision)
-    encoder, projector = build_models(X.shape[1], cfg, 0)
-    encoder.to(DEVICE)
-    projector.to(DEVICE)
+    models = [build_models(X.shape[1], cfg, seed) for seed in range(stack)]
+    encoder = StackedEncoder([e for e, _ in models]).to(DEVICE)
+    projector = StackedProjector([p for _, p in models]).to(DEVICE)
     optimiser = make_adam(list(encoder.parameters()) + list(projector.parameters()), cfg.lr, DEVICE)
 
     def step():
-        loss = seba_loss(encoder, projector, xb, next(masks), cfg)
+        losses = stacked_seba_loss(encoder, projector, xb, next(masks), cfg)
         optimiser.zero_grad(set_to_none=True)
-        loss.backward()
+        losses.sum().backward()
         optimiser.step()
 
-    if graph:  # the pipeline's CUDA-graph step (seba.pretrain.StepGraphs), after eager warm-up steps
+    if graph:  # the pipeline's CUDA-graph step (seba.pretrain.StackedStepGraphs), after eager warm-up steps
         for _ in range(3):
             step()
-        graphs = StepGraphs(encoder, projector, optimiser, xb, cfg)
-        graphs.capture(len(xb))
-        rows = torch.arange(len(xb), device=DEVICE)
+        graphs = StackedStepGraphs(encoder, projector, optimiser, xb, cfg)
+        graphs.capture(xb.shape[1])
+        rows = torch.arange(xb.shape[1], device=DEVICE).expand(stack, -1).contiguous()
 
         def step():
             graphs.step(rows, next(masks), None)
 
-    return step, len(xb), X.shape[1], cfg
+    return step, xb.shape[1], X.shape[1], cfg
 
 
 def step_benchmark(name: str, params, peaks: dict) -> None:

@@ -79,7 +79,8 @@ class PretrainConfig:
     precision: str = "fp32"  # fp32 | bf16 (autocast) | auto (bf16 where the device has it natively)
     device: str = "auto"  # auto | cpu | cuda
     threads: int = 0  # torch intra-op threads; 0 = all cores
-    workers: int = 0  # seeds trained at once in separate processes (CPU); 0 = auto: min(seeds, cores)
+    workers: int = 0  # processes training seeds at once (CPU), each a stack; 0 = auto: min(seeds, cores)
+    stack_size: int = 0  # most seeds trained as one stacked model; 0 = auto: all that fit in memory
     progress_seconds: float = 15.0  # at most one progress line per this many seconds
 
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -524,7 +525,7 @@ def parse_params(raw: Any) -> Params:
 def _check_pretrain(cfg: PretrainConfig, section: str) -> None:
     """Range checks of `pretrain` values under the name ``section`` (``pretrain`` or a dataset's
     ``sources.<name>.pretrain``)."""
-    for key in ("max_steps", "threads", "workers"):
+    for key in ("max_steps", "threads", "workers", "stack_size"):
         value = getattr(cfg, key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(f"params.yaml: '{section}.{key}' must be an integer >= 0 (0 = "

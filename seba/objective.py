@@ -70,3 +70,52 @@ def info_nce(z: torch.Tensor, positives: torch.Tensor, temperature: float) -> to
     logits = z @ z.T / temperature
     logits = logits.masked_fill(torch.eye(len(z), dtype=torch.bool, device=z.device), float("-inf"))
     return F.cross_entropy(logits, positives)
+
+
+# Stacked forms: S members (one per seed) at once. A batch is [S, B, D], masks are [S, D].
+# On a CPU each member goes through the functions above (the same arithmetic as a member
+# trained alone, bit for bit); elsewhere one batched kernel serves all members.
+
+def _batched(x: torch.Tensor, batched: bool | None) -> bool:
+    return x.device.type != "cpu" if batched is None else batched
+
+
+def stacked_target_neighbours(x: torch.Tensor, column_masks: torch.Tensor,
+                              batched: bool | None = None) -> torch.Tensor:
+    """``target_neighbours`` for every member: [S, B] row indices."""
+    if not _batched(x, batched):
+        return torch.stack([target_neighbours(x[s], column_masks[s]) for s in range(len(x))])
+    target = x * column_masks.to(x.dtype).unsqueeze(1)
+    distances = torch.cdist(target, target)
+    distances.diagonal(dim1=1, dim2=2).fill_(float("inf"))
+    return distances.argmin(dim=2)
+
+
+def stacked_feature_view(x: torch.Tensor, column_masks: torch.Tensor, fill: str = "zero",
+                         permutations: torch.Tensor | None = None) -> torch.Tensor:
+    """``feature_view`` for every member ([S, B] permutations for ``marginal``): element-wise,
+    so the same arithmetic on every device."""
+    keep = (~column_masks).to(x.dtype).unsqueeze(1)
+    if fill == "zero":
+        return x * keep
+    if fill == "marginal":
+        if permutations is None:
+            raise ValueError("fill='marginal' needs a row permutation")
+        shuffled = torch.gather(x, 1, permutations.unsqueeze(2).expand(-1, -1, x.shape[2]))
+        return x * keep + shuffled * (1.0 - keep)
+    raise ValueError(f"unknown fill {fill!r}")
+
+
+def stacked_info_nce(z: torch.Tensor, positives: torch.Tensor, temperature: float,
+                     batched: bool | None = None) -> torch.Tensor:
+    """``info_nce`` for every member: [S] losses (each member's mean over its rows)."""
+    if z.ndim != 3 or positives.shape != z.shape[:2]:
+        raise ValueError(f"stacked_info_nce: z {tuple(z.shape)} and positives {tuple(positives.shape)} disagree")
+    if not _batched(z, batched):
+        return torch.stack([info_nce(z[s], positives[s], temperature) for s in range(len(z))])
+    S, B = positives.shape
+    z = F.normalize(z, dim=2)
+    logits = torch.bmm(z, z.transpose(1, 2)) / temperature
+    logits = logits.masked_fill(torch.eye(B, dtype=torch.bool, device=z.device), float("-inf"))
+    per_row = F.cross_entropy(logits.reshape(S * B, B), positives.reshape(S * B), reduction="none")
+    return per_row.view(S, B).mean(dim=1)

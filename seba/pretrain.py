@@ -1,38 +1,48 @@
-"""SeBA pretraining of one encoder (one dataset, one separation ratio, one seed).
+"""SeBA pretraining: the encoders of one dataset and separation ratio, one per seed, trained
+side by side as one stacked model (weights [seeds, out, in], batched products); a seed alone is
+a stack of one.
 
-The loop is explicit: shuffle, one group mask per batch, feature view, target-view nearest
-neighbour, conditioned projector, InfoNCE, Adam; after every epoch the validation objective
-decides early stopping and the best weights are restored at the end.
+The loop is explicit. Per seed: shuffle, one group mask per batch, feature view, target-view
+nearest neighbour, conditioned projector, InfoNCE. The seeds' losses are summed, so each seed's
+gradient is its own, and one Adam step updates them all (Adam is element-wise). After every epoch
+each seed's validation objective decides its own early stopping; a seed that stops leaves the
+stack, and its best weights are kept. Every seed draws its shuffles and masks from its own
+generators in the order a seed trained alone draws them, so on a CPU a seed's encoder is the same,
+bit for bit, whatever the stack it trained in (tests/test_stacked.py).
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import math
 import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
-from typing import Iterator
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import numpy as np
 import torch
 
 from seba.config import PretrainConfig
-from seba.model import Encoder, Projector
+from seba.errors import ConfigError, TrainingDiverged
+from seba.model import Encoder, Projector, StackedEncoder, StackedProjector, select_members
 from seba.objective import (
     expand_mask,
-    feature_view,
-    info_nce,
     masked_group_count,
     sample_group_mask,
-    target_neighbours,
+    stacked_feature_view,
+    stacked_info_nce,
+    stacked_target_neighbours,
 )
-from seba.errors import TrainingDiverged
 from seba.runtime import Throttle, derive_seed, format_seconds, log, resolve_precision
+from seba.training import EarlyStopping, batch_slices, make_adam
+
+# With CUDA graphs a stack is compacted (stopped seeds dropped, graphs captured again) once this
+# share of its seeds has stopped; without graphs, as soon as one has.
+GRAPH_COMPACT_SHARE = 0.25
 
 
 @dataclass
@@ -43,38 +53,30 @@ class PretrainResult:
     best_epoch: int = 0
     stop_epoch: int = 0
     best_val_loss: float = math.inf
-    seconds: float = 0.0
+    seconds: float = 0.0  # from the stack's start to this seed's stop (the seeds of a stack share it)
     masked_columns: int = 0
     precision: str = "fp32"
     steps: int = 0
     capped: bool = False  # stopped by pretrain.max_steps, not by patience
     cuda_graphs: bool = False  # steps after the first epoch replayed as CUDA graphs
+    stack_size: int = 1  # seeds in the stack this seed started in
 
 
-class EarlyStopping:
-    """The stopping rule of every pretraining loop: remember the lowest validation value (and
-    the epoch it came at); patience counts epochs since the last improvement of more than
-    ``min_delta`` (relative) over the value that last restarted it."""
+@dataclass
+class SeedData:
+    """One seed of a stack: its scaled training and validation rows."""
+    x_train: np.ndarray
+    x_val: np.ndarray
+    seed: int
+    label: str = ""
 
-    def __init__(self, patience: int, min_delta: float):
-        self.patience, self.min_delta = patience, min_delta
-        self.best, self.best_epoch = math.inf, 0
-        self.reference, self.reference_epoch = math.inf, 0
 
-    def update(self, value: float, epoch: int) -> bool:
-        """Record one epoch's value; True when it is the lowest so far (save the weights)."""
-        if value < self.reference - self.min_delta * abs(self.reference) or not math.isfinite(self.reference):
-            self.reference, self.reference_epoch = value, epoch
-        if value < self.best:
-            self.best, self.best_epoch = value, epoch
-            return True
-        return False
-
-    def should_stop(self, epoch: int) -> bool:
-        return epoch - self.reference_epoch >= self.patience
-
-    def stops_by(self, max_epochs: int) -> int:
-        return min(self.reference_epoch + self.patience, max_epochs)
+def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``tensor`` on ``device``; to a GPU through pinned memory without waiting for the copy (a
+    host synchronisation per copy would otherwise add to the epoch's few)."""
+    if device.type != "cuda":
+        return tensor.to(device)
+    return tensor.pin_memory().to(device, non_blocking=True)
 
 
 def build_models(n_features: int, cfg: PretrainConfig, seed: int) -> tuple[Encoder, Projector]:
@@ -87,238 +89,332 @@ def build_models(n_features: int, cfg: PretrainConfig, seed: int) -> tuple[Encod
     return encoder, projector
 
 
-def _batches(n_rows: int, batch_size: int, order: torch.Tensor) -> list[torch.Tensor]:
-    """Consecutive slices of ``order``; the last partial batch is kept unless it has one row
-    (a single row has no neighbour), in which case it joins the previous batch."""
-    cuts = list(range(0, n_rows, batch_size))
-    batches = [order[i:i + batch_size] for i in cuts]
-    if len(batches) > 1 and len(batches[-1]) < 2:
-        batches[-2] = torch.cat([batches[-2], batches[-1]])
-        batches.pop()
-    return [b for b in batches if len(b) >= 2]
-
-
-def make_adam(params: list, lr: float, device: torch.device) -> torch.optim.Optimizer:
-    """Adam with torch's fused kernel where the device has one (the same update, one pass over
-    the weights instead of several: ~10 % of a CPU step here), else the default. On CUDA it
-    keeps its step count on the device (``capturable``), so that a step can be a CUDA graph."""
-    try:
-        return torch.optim.Adam(params, lr=lr, fused=device.type in ("cpu", "cuda"),
-                                capturable=device.type == "cuda")
-    except (RuntimeError, TypeError, ValueError):
-        return torch.optim.Adam(params, lr=lr)
-
-
-class StepGraphs:
-    """Training steps (gather the batch's rows, SeBA loss, backward, Adam) captured as CUDA
-    graphs, one per batch length, and replayed: a step is then one launch instead of about a
-    hundred kernels each launched from Python, which on a GPU cost more than the kernels
-    themselves (benchmarks/speed.py --device cuda). The kernels are those of the eager step, on
-    the same tensors, so a replayed step computes what the eager one would. Captured after a
-    first eager epoch (which creates Adam's state and warms the libraries up)."""
-
-    def __init__(self, encoder: Encoder, projector: Projector, optimiser: torch.optim.Optimizer,
-                 X: torch.Tensor, cfg: PretrainConfig):
-        self.encoder, self.projector, self.optimiser = encoder, projector, optimiser
-        self.X, self.cfg = X, cfg
-        self.graphs: dict[int, tuple] = {}
-
-    def capture(self, n_rows: int) -> None:
-        device = self.X.device
-        rows = torch.zeros(n_rows, dtype=torch.long, device=device)
-        mask = torch.zeros(self.X.shape[1], dtype=torch.bool, device=device)
-        perm = torch.arange(n_rows, device=device) if self.cfg.fill == "marginal" else None
-        graph = torch.cuda.CUDAGraph()
-        self.optimiser.zero_grad(set_to_none=True)  # the graph's backward writes the gradients
-        with torch.cuda.graph(graph):
-            loss = seba_loss(self.encoder, self.projector, self.X[rows], mask, self.cfg, perm)
-            loss.backward()
-            self.optimiser.step()
-        # the loss without its autograd graph: nodes kept alive from one capture (or from an
-        # eager step) make the next capture fail, their stream being another
-        self.graphs[n_rows] = (graph, rows, mask, perm, loss.detach())
-
-    def step(self, rows: torch.Tensor, mask: torch.Tensor, perm: torch.Tensor | None) -> torch.Tensor:
-        graph, static_rows, static_mask, static_perm, loss = self.graphs[len(rows)]
-        static_rows.copy_(rows)
-        static_mask.copy_(mask)
-        if static_perm is not None:
-            static_perm.copy_(perm)
-        graph.replay()
-        return loss
-
-
-def seba_loss(encoder: Encoder, projector: Projector, x: torch.Tensor, column_mask: torch.Tensor,
-              cfg: PretrainConfig, permutation: torch.Tensor | None = None) -> torch.Tensor:
-    """The SeBA objective on one batch under one mask."""
-    positives = target_neighbours(x, column_mask)
-    x_f = feature_view(x, column_mask, cfg.fill, permutation)
+def stacked_seba_loss(encoder: StackedEncoder, projector: StackedProjector, x: torch.Tensor,
+                      column_masks: torch.Tensor, cfg: PretrainConfig,
+                      permutations: torch.Tensor | None = None) -> torch.Tensor:
+    """The SeBA objective of every seed on its own batch ([S, B, D]) under its own mask ([S, D]):
+    [S] losses."""
+    positives = stacked_target_neighbours(x, column_masks)
+    x_f = stacked_feature_view(x, column_masks, cfg.fill, permutations)
     autocast = (torch.autocast(x.device.type, dtype=torch.bfloat16)
                 if cfg.precision == "bf16" else contextlib.nullcontext())
     with autocast:
-        z = projector(encoder(x_f), column_mask)
-    return info_nce(z.float(), positives, cfg.temperature)
+        z = projector(encoder(x_f), column_masks)
+    return stacked_info_nce(z.float(), positives, cfg.temperature)
 
 
-def pretrain_encoder(
-    x_train: np.ndarray,
-    x_val: np.ndarray,
+def member_bytes(n_rows: int, n_val_rows: int, n_features: int, cfg: PretrainConfig) -> int:
+    """A generous estimate of the memory one seed takes in a stack: its rows, weights, gradients,
+    Adam's moments and best weights, and one step's activations and their gradients."""
+    D, H, O = n_features, cfg.encoder_hidden, cfg.encoder_out
+    Hp, P = cfg.projector_hidden, cfg.projector_out
+    encoder = D * H + H + H * O + O
+    projector = (O + (D if cfg.conditioned else 0)) * Hp + Hp + Hp * P + P
+    B = min(cfg.batch_size, max(n_rows, n_val_rows, 2) + 1)
+    activations = B * (4 * D + 2 * H + 3 * O + 2 * Hp + 2 * P + 4 * B)
+    floats = (n_rows + n_val_rows) * D + 4 * (encoder + projector) + encoder + 2 * activations
+    return int(1.5 * 4 * floats)
+
+
+def available_bytes(device: torch.device) -> int:
+    """Free memory on ``device``: the GPU's free memory, or the machine's available memory."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 8 << 30
+
+
+class _Member:
+    """One seed's own state in a stack: its generators, fixed validation views, early stopping
+    and result. Draws come in the order ``pretrain_encoder`` made them for a seed alone."""
+
+    def __init__(self, data: SeedData, ratio: float, cfg: PretrainConfig, k: int, n_groups: int,
+                 groups: torch.Tensor, val_batches: list[torch.Tensor]):
+        self.data, self.cfg, self.k, self.n_groups, self.groups = data, cfg, k, n_groups, groups
+        self.run_seed = derive_seed(data.seed, ratio)
+        self.gen = torch.Generator().manual_seed(self.run_seed)  # shuffles and training masks
+        self.val_gen = torch.Generator().manual_seed(derive_seed(data.seed, ratio, "validation"))
+        # Fixed validation views, drawn in both validation modes so that the generator's later
+        # draws do not depend on the mode: draw j of batch i is entry i * draws + j.
+        draws = cfg.validation_draws
+        self.val_masks = [self.column_mask(self.val_gen) for _ in val_batches for _ in range(draws)]
+        self.val_perms = [torch.randperm(len(b), generator=self.val_gen) for b in val_batches for _ in range(draws)]
+        self.stopping = EarlyStopping(cfg.patience, cfg.min_delta)
+        self.result = PretrainResult(encoder_state={}, masked_columns=k, precision=cfg.precision)
+        self.running = True
+
+    def column_mask(self, generator: torch.Generator) -> torch.Tensor:
+        """One training-view mask over the encoded columns, drawn on a CPU generator."""
+        return expand_mask(sample_group_mask(self.n_groups, self.k, generator), self.groups)
+
+    def draw_epoch(self, n_rows: int, batch_size: int) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor | None]:
+        """This epoch's row order, one mask per batch and (marginal fill) each batch's row
+        permutation, concatenated in batch order."""
+        order = torch.randperm(n_rows, generator=self.gen)
+        masks, perms = [], []
+        for idx in batch_slices(n_rows, batch_size, order):
+            masks.append(self.column_mask(self.gen))
+            if self.cfg.fill == "marginal":
+                perms.append(torch.randperm(len(idx), generator=self.gen))
+        return order, masks, (torch.cat(perms) if perms else None)
+
+    def fresh_view(self, n_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.column_mask(self.val_gen), torch.randperm(n_rows, generator=self.val_gen)
+
+
+class StackedStepGraphs:
+    """Training steps of a stack (gather each seed's rows, SeBA losses, backward, Adam) captured
+    as CUDA graphs, one per batch length, and replayed: a step is then one launch instead of
+    about a hundred kernels each launched from Python, which on a GPU cost more than the kernels
+    themselves (benchmarks/speed.py --device cuda). The kernels are those of the eager step, on
+    the same tensors, so a replayed step computes what the eager one would. Captured after a
+    first eager epoch (which creates Adam's state and warms the libraries up), and again after
+    the stack is compacted (its tensors are new)."""
+
+    def __init__(self, encoder: StackedEncoder, projector: StackedProjector, optimiser: torch.optim.Optimizer,
+                 X: torch.Tensor, cfg: PretrainConfig):
+        self.encoder, self.projector, self.optimiser = encoder, projector, optimiser
+        self.X, self.cfg = X, cfg
+        self.members = torch.arange(X.shape[0], device=X.device).unsqueeze(1)
+        self.graphs: dict[int, tuple] = {}
+
+    def capture(self, n_rows: int) -> None:
+        S, device = self.X.shape[0], self.X.device
+        rows = torch.zeros(S, n_rows, dtype=torch.long, device=device)
+        masks = torch.zeros(S, self.X.shape[2], dtype=torch.bool, device=device)
+        perms = (torch.arange(n_rows, device=device).expand(S, -1).contiguous()
+                 if self.cfg.fill == "marginal" else None)
+        graph = torch.cuda.CUDAGraph()
+        self.optimiser.zero_grad(set_to_none=True)  # the graph's backward writes the gradients
+        with torch.cuda.graph(graph):
+            losses = stacked_seba_loss(self.encoder, self.projector, self.X[self.members, rows], masks,
+                                       self.cfg, perms)
+            losses.sum().backward()
+            self.optimiser.step()
+        # the losses without their autograd graph: nodes kept alive from one capture (or from an
+        # eager step) make the next capture fail, their stream being another
+        self.graphs[n_rows] = (graph, rows, masks, perms, losses.detach())
+
+    def step(self, rows: torch.Tensor, masks: torch.Tensor, perms: torch.Tensor | None) -> torch.Tensor:
+        graph, static_rows, static_masks, static_perms, losses = self.graphs[rows.shape[1]]
+        static_rows.copy_(rows)
+        static_masks.copy_(masks)
+        if static_perms is not None:
+            static_perms.copy_(perms)
+        graph.replay()
+        return losses
+
+
+def pretrain_stack(
+    members: list[SeedData],
     groups: np.ndarray,
     ratio: float,
-    seed: int,
     cfg: PretrainConfig,
     device: torch.device,
     label: str = "",
-    on_epoch=None,
     cuda_graphs: bool = True,
-) -> PretrainResult:
-    """Train one SeBA encoder; returns the best (lowest validation objective) weights.
+) -> list[PretrainResult]:
+    """Train one SeBA encoder per seed of ``members`` as one stack; returns, in member order,
+    each seed's best (lowest validation objective) weights and its training record.
 
-    On CUDA in fp32, steps after the first epoch are replayed as CUDA graphs (``StepGraphs``;
-    ``cuda_graphs=False`` keeps every step eager); if capturing fails, training goes on eagerly."""
+    The seeds must have the same numbers of training and validation rows (the seeds of one
+    table's split do). On CUDA in fp32, steps after the first epoch are replayed as CUDA graphs
+    (``cuda_graphs=False`` keeps every step eager); if capturing fails, training goes on eagerly."""
+    if not members:
+        return []
+    shapes = {(m.x_train.shape, m.x_val.shape) for m in members}
+    if len(shapes) > 1:
+        raise ValueError(f"pretrain_stack: the seeds' training / validation shapes differ: {sorted(shapes)}")
     cfg = dataclasses.replace(cfg, precision=resolve_precision(cfg.precision, device))
-    run_seed = derive_seed(seed, ratio)
-    encoder, projector = build_models(x_train.shape[1], cfg, run_seed)
-    encoder.to(device)
-    projector.to(device)
-    params = list(encoder.parameters()) + list(projector.parameters())
-    optimiser = make_adam(params, cfg.lr, device)
-
-    X = torch.as_tensor(x_train, dtype=torch.float32, device=device)
-    V = torch.as_tensor(x_val, dtype=torch.float32, device=device)
+    n_rows, n_val = len(members[0].x_train), len(members[0].x_val)
     groups_t = torch.as_tensor(groups, dtype=torch.long)
     n_groups = int(groups.max()) + 1
     k = masked_group_count(n_groups, ratio, cfg.min_masked_columns)
-    gen = torch.Generator().manual_seed(run_seed)  # shuffles and training masks (CPU: cheap, exact)
-    val_gen = torch.Generator().manual_seed(derive_seed(seed, ratio, "validation"))
-
-    def column_mask(generator: torch.Generator) -> torch.Tensor:
-        """One training-view mask over the encoded columns, drawn on the CPU generator."""
-        return expand_mask(sample_group_mask(n_groups, k, generator), groups_t)
-
-    # Validation batches are consecutive rows. Their fixed masks and row permutations (drawn in
-    # both validation modes, so that the generator's later draws do not depend on the mode) go
-    # to the device in one copy each: draw j of batch i is entry i * draws + j.
-    val_batches = _batches(len(V), cfg.batch_size, torch.arange(len(V)))
+    val_batches = batch_slices(n_val, cfg.batch_size, torch.arange(n_val))
     val_rows = [(int(b[0]), int(b[0]) + len(b)) for b in val_batches]
     draws = cfg.validation_draws
-    val_masks = [column_mask(val_gen) for _ in val_batches for _ in range(draws)]
-    val_perms = [torch.randperm(len(b), generator=val_gen) for b in val_batches for _ in range(draws)]
-    if val_batches:
-        fixed_val_masks = torch.stack(val_masks).to(device)
-        fixed_val_perms = torch.cat(val_perms).to(device)
-        perm_starts = np.cumsum([0] + [len(p) for p in val_perms]).tolist()
+    seeds = [_Member(m, ratio, cfg, k, n_groups, groups_t, val_batches) for m in members]
+    models = [build_models(members[0].x_train.shape[1], cfg, s.run_seed) for s in seeds]
+    encoder = StackedEncoder([e for e, _ in models]).to(device)
+    projector = StackedProjector([p for _, p in models]).to(device)
+    del models
+    optimiser = make_adam(list(encoder.parameters()) + list(projector.parameters()), cfg.lr, device)
+
+    # The stack's tensors; ``active`` lists the seeds (indices into ``seeds``) still in it.
+    active = list(range(len(seeds)))
+    X = torch.as_tensor(np.stack([m.x_train for m in members]), dtype=torch.float32, device=device)
+    V = torch.as_tensor(np.stack([m.x_val for m in members]), dtype=torch.float32, device=device)
+    if val_batches:  # to the device in one copy each
+        val_masks = torch.stack([torch.stack(s.val_masks) for s in seeds]).to(device)  # [S, views, D]
+        val_perms = torch.stack([torch.cat(s.val_perms) for s in seeds]).to(device)  # [S, views' rows]
+        perm_starts = np.cumsum([0] + [len(p) for p in seeds[0].val_perms]).tolist()
+    best = {name: value.detach().clone() for name, value in encoder.state_dict().items()}  # [all seeds, ...]
 
     @torch.no_grad()
-    def validation_loss() -> float:
+    def validation_losses() -> list[float]:
         encoder.eval()
         projector.eval()
         # summed on the device in float64 (the same arithmetic as Python floats): one
         # synchronisation per validation pass, not one per batch and draw
-        total, weight = torch.zeros((), dtype=torch.float64, device=device), 0
+        total = torch.zeros(len(active), dtype=torch.float64, device=device)
+        weight = 0
         for i, (first, end) in enumerate(val_rows):
-            xb = V[first:end]
+            xb = V[:, first:end]
             if cfg.validation == "fixed":
-                views = [(fixed_val_masks[i * draws + j],
-                          fixed_val_perms[perm_starts[i * draws + j]:perm_starts[i * draws + j + 1]])
+                views = [(val_masks[:, i * draws + j],
+                          val_perms[:, perm_starts[i * draws + j]:perm_starts[i * draws + j + 1]])
                          for j in range(draws)]
             else:
-                views = [(column_mask(val_gen).to(device),
-                          torch.randperm(end - first, generator=val_gen).to(device))]
-            for mask, perm in views:
-                total += seba_loss(encoder, projector, xb, mask, cfg, perm).double() * (end - first)
+                fresh = [seeds[g].fresh_view(end - first) for g in active]
+                views = [(torch.stack([m for m, _ in fresh]).to(device), torch.stack([p for _, p in fresh]).to(device))]
+            for masks, perms in views:
+                total += stacked_seba_loss(encoder, projector, xb, masks, cfg, perms).double() * (end - first)
                 weight += end - first
         encoder.train()
         projector.train()
-        return float(total) / max(weight, 1)
+        return (total / max(weight, 1)).tolist()
 
-    result = PretrainResult(encoder_state={}, masked_columns=k, precision=cfg.precision)
-    best_state = None
-    stopping = EarlyStopping(cfg.patience, cfg.min_delta)
     # Every epoch has the same number of batches, so the step cap is an epoch limit: training
     # stops after the first epoch that reaches pretrain.max_steps optimiser steps.
-    steps_per_epoch = len(_batches(len(X), cfg.batch_size, torch.arange(len(X))))
+    sizes = [len(b) for b in batch_slices(n_rows, cfg.batch_size, torch.arange(n_rows))]  # every epoch's
+    steps_per_epoch = len(sizes)
     epoch_limit = cfg.max_epochs
     if cfg.max_steps and steps_per_epoch:
         epoch_limit = min(epoch_limit, math.ceil(cfg.max_steps / steps_per_epoch))
     throttle = Throttle(cfg.progress_seconds)
-    graphs: StepGraphs | None = None
+    use_graphs = cuda_graphs and device.type == "cuda" and cfg.precision == "fp32"
+    graphs: StackedStepGraphs | None = None
     start = time.perf_counter()
+
+    def finish(s: _Member, epoch: int) -> None:
+        r = s.result
+        r.stop_epoch, r.seconds = epoch, time.perf_counter() - start
+        r.steps = epoch * steps_per_epoch
+        r.capped = bool(cfg.max_steps and r.steps >= cfg.max_steps and not s.stopping.should_stop(epoch))
+        r.stack_size = len(seeds)
+        r.cuda_graphs = graphs is not None
+        s.running = False
+
+    def compact() -> None:
+        """Drop the stopped seeds from the stack: its weights, Adam's state and data."""
+        nonlocal optimiser, X, V, val_masks, val_perms, graphs, active
+        keep = [i for i, g in enumerate(active) if seeds[g].running]
+        index = torch.tensor(keep, device=device)
+        old = list(encoder.parameters()) + list(projector.parameters())
+        select_members(encoder, index)
+        select_members(projector, index)
+        new = list(encoder.parameters()) + list(projector.parameters())
+        state = optimiser.state
+        optimiser = make_adam(new, cfg.lr, device)
+        for before, after in zip(old, new):
+            if before in state:
+                optimiser.state[after] = {key: (value[index] if value.dim() else value.clone())
+                                          for key, value in state[before].items()}
+        X, V = X[index], V[index]
+        if val_batches:
+            val_masks, val_perms = val_masks[index], val_perms[index]
+        active = [active[i] for i in keep]
+        if graphs is not None:
+            graphs = capture_graphs()
+
+    def capture_graphs() -> StackedStepGraphs | None:
+        captured = StackedStepGraphs(encoder, projector, optimiser, X, cfg)
+        try:
+            for n in sorted(set(sizes)):
+                captured.capture(n)
+            return captured
+        except RuntimeError as error:
+            log(f"  {label}: CUDA graph capture failed ({error}); training on without graphs")
+            optimiser.zero_grad(set_to_none=True)
+            return None
+
     for epoch in range(1, epoch_limit + 1):
-        # The epoch's shuffle, masks and permutations are drawn on the CPU generator (the same
-        # draws on every device) and moved to the device once per epoch, not once per batch.
-        order = torch.randperm(len(X), generator=gen)
-        batches = _batches(len(X), cfg.batch_size, order)
-        masks, perms = [], []
-        for idx in batches:
-            masks.append(column_mask(gen))
-            perms.append(torch.randperm(len(idx), generator=gen) if cfg.fill == "marginal" else None)
-        order_d = order.to(device)
-        masks_d = torch.stack(masks).to(device)
-        perms_d = torch.cat(perms).to(device) if cfg.fill == "marginal" else None  # batch b's at its rows
-        epoch_loss = torch.zeros((), device=device)  # summed on the device: no per-batch sync
+        # Each seed's shuffle, masks and permutations come from its own CPU generator (the same
+        # draws on every device) and go to the device once per epoch, not once per batch.
+        drawn = [seeds[g].draw_epoch(n_rows, cfg.batch_size) for g in active]
+        orders = to_device(torch.stack([order for order, _, _ in drawn]), device)  # [S, rows]
+        masks = to_device(torch.stack([torch.stack(m) for _, m, _ in drawn], dim=1), device)  # [batches, S, D]
+        perms = to_device(torch.stack([p for _, _, p in drawn]), device) if cfg.fill == "marginal" else None
+        members_index = torch.arange(len(active), device=device).unsqueeze(1)
+        epoch_loss = torch.zeros(len(active), device=device)  # summed on the device: no per-batch sync
         position = 0
-        for b, idx in enumerate(batches):
-            rows = order_d[position:position + len(idx)]
-            perm = perms_d[position:position + len(idx)] if perms_d is not None else None
-            position += len(idx)
+        for b, size in enumerate(sizes):
+            rows = orders[:, position:position + size]
+            perm = perms[:, position:position + size] if perms is not None else None
+            position += size
             if graphs is not None:
-                loss = graphs.step(rows, masks_d[b], perm)
+                losses = graphs.step(rows, masks[b], perm)
             else:
-                loss = seba_loss(encoder, projector, X[rows], masks_d[b], cfg, perm)
+                losses = stacked_seba_loss(encoder, projector, X[members_index, rows], masks[b], cfg, perm)
                 optimiser.zero_grad(set_to_none=True)
-                loss.backward()
+                losses.sum().backward()
                 optimiser.step()
-            epoch_loss += loss.detach() * len(idx)
-        loss = None  # frees the last eager step's autograd graph (a graph capture needs it gone)
-        train_loss = float(epoch_loss) / len(X)
-        val_loss = validation_loss() if len(val_batches) else train_loss
-        if not (math.isfinite(train_loss) and math.isfinite(val_loss)):
-            raise TrainingDiverged(
-                f"{label}: loss is not finite at epoch {epoch} (train {train_loss}, validation {val_loss})"
-            )
-        result.train_loss.append(train_loss)
-        result.val_loss.append(val_loss)
-        if stopping.update(val_loss, epoch):
-            result.best_val_loss, result.best_epoch = val_loss, epoch
-            best_state = copy.deepcopy(encoder.state_dict())
-        result.stop_epoch = epoch
-        if on_epoch is not None:
-            on_epoch(epoch, train_loss, val_loss)
-        if stopping.should_stop(epoch):
+            epoch_loss += losses.detach() * size
+        losses = None  # frees the last eager step's autograd graph (a graph capture needs it gone)
+        train_losses = [value / n_rows for value in epoch_loss.tolist()]
+        val_losses = validation_losses() if val_batches else train_losses
+        improved = []
+        for i, g in enumerate(active):
+            s = seeds[g]
+            if not s.running:  # stopped, waiting to leave the stack
+                continue
+            train_loss, val_loss = train_losses[i], val_losses[i]
+            if not (math.isfinite(train_loss) and math.isfinite(val_loss)):
+                raise TrainingDiverged(f"{s.data.label or f'seed {s.data.seed}'}: loss is not finite at epoch "
+                                       f"{epoch} (train {train_loss}, validation {val_loss})")
+            s.result.train_loss.append(train_loss)
+            s.result.val_loss.append(val_loss)
+            if s.stopping.update(val_loss, epoch):
+                s.result.best_val_loss, s.result.best_epoch = val_loss, epoch
+                improved.append((i, g))
+            if s.stopping.should_stop(epoch) or epoch == epoch_limit:
+                finish(s, epoch)
+        if improved:
+            local, overall = to_device(torch.tensor(improved).T, device)
+            for name, value in encoder.state_dict().items():
+                best[name][overall] = value.detach()[local]
+        running = sum(seeds[g].running for g in active)
+        if running == 0:
             break
-        if epoch == 1 and cuda_graphs and device.type == "cuda" and cfg.precision == "fp32":
-            graphs = StepGraphs(encoder, projector, optimiser, X, cfg)
-            try:
-                for n_rows in sorted({len(idx) for idx in batches}):
-                    graphs.capture(n_rows)
-                result.cuda_graphs = True
-            except RuntimeError as error:
-                log(f"  {label}: CUDA graph capture failed ({error}); training on without graphs")
-                graphs = None
-                optimiser.zero_grad(set_to_none=True)
         if throttle.ready() and epoch > 1:
             elapsed = time.perf_counter() - start
-            per_epoch = elapsed / epoch
-            stop_by = stopping.stops_by(epoch_limit)
-            log(f"  {label} epoch {epoch:5d}  loss {train_loss:.4f}  val {val_loss:.4f}  "
-                f"best {result.best_val_loss:.4f}@{result.best_epoch}  {format_seconds(elapsed)} elapsed, "
-                f"stops by epoch {stop_by} if no improvement (~{format_seconds((stop_by - epoch) * per_epoch)} left)")
-    result.seconds = time.perf_counter() - start
-    result.steps = result.stop_epoch * steps_per_epoch
-    result.capped = bool(cfg.max_steps and result.steps >= cfg.max_steps
-                         and not stopping.should_stop(result.stop_epoch))
-    encoder.load_state_dict(best_state if best_state is not None else encoder.state_dict())
-    result.encoder_state = {k: v.detach().cpu() for k, v in encoder.state_dict().items()}
-    return result
+            stop_by = max(seeds[g].stopping.stops_by(epoch_limit) for g in active if seeds[g].running)
+            means = [(train_losses[i], val_losses[i]) for i, g in enumerate(active) if seeds[g].running]
+            log(f"  {label} epoch {epoch:5d}: {running} of {len(seeds)} seed{'s' if len(seeds) > 1 else ''} "
+                f"training, loss {np.mean([t for t, _ in means]):.4f}  val {np.mean([v for _, v in means]):.4f} "
+                f"(means), "
+                f"{format_seconds(elapsed)} elapsed, stops by epoch {stop_by} if no improvement "
+                f"(~{format_seconds((stop_by - epoch) * elapsed / epoch)} left)")
+        stopped = len(active) - running
+        if stopped and stopped >= (GRAPH_COMPACT_SHARE * len(active) if graphs is not None else 1):
+            compact()
+        if epoch == 1 and use_graphs:
+            graphs = capture_graphs()
+    for g, s in enumerate(seeds):
+        s.result.encoder_state = {name: value[g].detach().cpu().clone() for name, value in best.items()}
+    return [s.result for s in seeds]
+
+
+def pretrain_encoder(x_train: np.ndarray, x_val: np.ndarray, groups: np.ndarray, ratio: float, seed: int,
+                     cfg: PretrainConfig, device: torch.device, label: str = "",
+                     cuda_graphs: bool = True) -> PretrainResult:
+    """Train one SeBA encoder (a stack of one); returns the best (lowest validation objective)
+    weights."""
+    return pretrain_stack([SeedData(x_train, x_val, seed, label)], groups, ratio, cfg, device, label,
+                          cuda_graphs)[0]
 
 
 def plan_workers(cfg: PretrainConfig, n_seeds: int, device: torch.device) -> tuple[int, int]:
     """(processes, torch threads each) for training ``n_seeds`` seeds of one stage.
 
-    ``pretrain.workers`` 0 (auto) trains min(seeds, cores) seeds at once on a CPU, one on CUDA;
-    the ``pretrain.threads`` budget (0 = all cores) is shared out among them. On two cores two
-    one-thread processes stepping together train 1.21x the rows per second of one two-thread
+    ``pretrain.workers`` 0 (auto) trains min(seeds, cores) stacks at once on a CPU, one on
+    CUDA; the ``pretrain.threads`` budget (0 = all cores) is shared out among them. On two cores
+    two one-thread processes stepping together train 1.21x the rows per second of one two-thread
     process (benchmarks/speed.py: the per-step products are too small to keep two threads busy)."""
     cores = os.cpu_count() or 1
     budget = cfg.threads if cfg.threads > 0 else cores
@@ -332,22 +428,40 @@ def plan_workers(cfg: PretrainConfig, n_seeds: int, device: torch.device) -> tup
     return workers, max(1, budget // workers)
 
 
-def _train_in_worker(threads: int, kwargs: dict) -> PretrainResult:
+def plan_stacks(n_seeds: int, workers: int, seed_bytes: int, cfg: PretrainConfig, device: torch.device,
+                free_bytes: int | None = None, where: str = "pretrain") -> list[list[int]]:
+    """The seeds (as positions 0 .. n_seeds - 1) of each stack: one stack per worker, split
+    further while a stack would exceed ``pretrain.stack_size`` or 90 % of the memory free to
+    it (the device's free memory, shared among the workers). Raises a ConfigError naming the
+    sizes when one seed does not fit."""
+    free = available_bytes(device) if free_bytes is None else free_bytes
+    fits = int(0.9 * free / workers) // max(seed_bytes, 1)
+    if fits < 1:
+        raise ConfigError(
+            f"{where}: one seed needs about {seed_bytes / 2**30:.2f} GiB on {device} but "
+            f"{free / 2**30:.2f} GiB is free{f' for {workers} workers' if workers > 1 else ''}: lower "
+            f"pretrain.batch_size or the model widths, or pretrain.workers")
+    size = math.ceil(n_seeds / workers)
+    size = min(size, fits, cfg.stack_size or size)
+    return [list(range(i, min(i + size, n_seeds))) for i in range(0, n_seeds, size)]
+
+
+def _train_in_worker(threads: int, kwargs: dict) -> list[PretrainResult]:
     torch.set_num_threads(threads)
-    return pretrain_encoder(**kwargs)
+    return pretrain_stack(**kwargs)
 
 
-def pretrain_many(tasks: list[dict], workers: int, threads: int) -> Iterator[PretrainResult]:
-    """``pretrain_encoder(**task)`` for every task, yielded in task order. With ``workers`` > 1
-    the tasks run in that many spawned processes with ``threads`` torch threads each (a task's
-    result depends only on its own arguments and the thread count)."""
-    if workers <= 1 or len(tasks) <= 1:
-        for task in tasks:
-            yield pretrain_encoder(**task)
+def pretrain_many(stacks: list[dict], workers: int, threads: int) -> Iterator[list[PretrainResult]]:
+    """``pretrain_stack(**stack)`` for every stack, yielded in order. With ``workers`` > 1 the
+    stacks run in that many spawned processes with ``threads`` torch threads each (a stack's
+    results depend only on its own arguments and the thread count)."""
+    if workers <= 1 or len(stacks) <= 1:
+        for stack in stacks:
+            yield pretrain_stack(**stack)
         return
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = [pool.submit(_train_in_worker, threads, task) for task in tasks]
+        futures = [pool.submit(_train_in_worker, threads, stack) for stack in stacks]
         try:
             for future in futures:
                 yield future.result()

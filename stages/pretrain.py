@@ -9,7 +9,7 @@ import torch
 from seba.cli import run_stage
 from seba.config import load_params, ratio_tag
 from seba.data import check_shots, EncodedTable, load_split, scale
-from seba.pretrain import encoder_config, plan_workers, pretrain_many
+from seba.pretrain import SeedData, encoder_config, member_bytes, plan_stacks, plan_workers, pretrain_many
 from seba.runtime import resolve_precision, atomic_path, configure_threads, format_seconds, log, repo_root, select_device, write_json
 from seba.tracking import Tracker
 
@@ -37,29 +37,33 @@ def main() -> None:
                "dataset_overrides": dict(params.sources[args.dataset].pretrain)}
     training_log = {"dataset": args.dataset, "ratio": args.ratio, "device": str(device), "seeds": {}}
     splits_path = root / "data" / "splits" / f"{args.dataset}.npz"
-    tasks = []
+    seeds = []
     for i, seed in enumerate(params.seeds, start=1):  # every seed's split exists and can serve the shots:
         split = load_split(splits_path, seed)          # fail before any training
         check_shots(table.y[split.test], table.classes, params.evaluate.shots, args.dataset, seed)
         X = scale(table, split.train)
         label = f"[pretrain {args.dataset} r={args.ratio:g} seed {seed} ({i}/{len(params.seeds)})]"
-        tasks.append({"x_train": X[split.train], "x_val": X[split.val], "groups": table.groups,
-                      "ratio": args.ratio, "seed": seed, "cfg": cfg, "device": device, "label": label})
-    workers, worker_threads = plan_workers(cfg, len(params.seeds), device)
-    if workers > 1:
-        tracked.update({"workers": workers, "threads_per_worker": worker_threads})
-        log(f"[pretrain {args.dataset} r={args.ratio:g}] {len(params.seeds)} seeds, {workers} at a time "
-            f"({worker_threads} torch thread{'s' if worker_threads > 1 else ''} each)")
-    for task in tasks:
-        log(f"{task['label']} {len(task['x_train'])} train / {len(task['x_val'])} val rows, "
-            f"{task['x_train'].shape[1]} columns, {table.n_groups} groups, on {device} "
-            f"({resolve_precision(cfg.precision, device)})")
+        seeds.append(SeedData(X[split.train], X[split.val], seed, label))
+    stage = f"[pretrain {args.dataset} r={args.ratio:g}]"
+    workers, worker_threads = plan_workers(cfg, len(seeds), device)
+    stacks = plan_stacks(len(seeds), workers, member_bytes(len(seeds[0].x_train), len(seeds[0].x_val),
+                                                           table.X.shape[1], cfg), cfg, device, where=stage)
+    tracked.update({"workers": workers, "threads_per_worker": worker_threads,
+                    "stack_sizes": [len(stack) for stack in stacks]})
+    log(f"{stage} {len(seeds)} seed{'s' if len(seeds) > 1 else ''}: {len(seeds[0].x_train)} train / "
+        f"{len(seeds[0].x_val)} val rows, {table.X.shape[1]} columns, {table.n_groups} groups, on {device} "
+        f"({resolve_precision(cfg.precision, device)}); stacks of {', '.join(str(len(s)) for s in stacks)} seeds"
+        + (f", {workers} at a time ({worker_threads} torch thread{'s' if worker_threads > 1 else ''} each)"
+           if workers > 1 else ""))
+    jobs = [{"members": [seeds[i] for i in stack], "groups": table.groups, "ratio": args.ratio, "cfg": cfg,
+             "device": device, "label": f"{stage} stack {n}/{len(stacks)}" if len(stacks) > 1 else stage}
+            for n, stack in enumerate(stacks, start=1)]
     stage_start = time.perf_counter()
     with Tracker("pretrain", f"pretrain {args.dataset} r={args.ratio:g}", params=tracked,
                  tags={"dataset": args.dataset, "ratio": f"{args.ratio:g}"}, root=root) as tracker:
-        results = pretrain_many(tasks, workers, worker_threads)
-        for i, (task, result) in enumerate(zip(tasks, results), start=1):
-            seed, label = task["seed"], task["label"]
+        results = (result for stack in pretrain_many(jobs, workers, worker_threads) for result in stack)
+        for i, (data, result) in enumerate(zip(seeds, results), start=1):
+            seed, label = data.seed, data.label
             child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed})
             with atomic_path(out_dir / f"seed{seed}.pt") as tmp:
                 torch.save({"encoder": result.encoder_state, "model_config": model_config,
@@ -71,6 +75,7 @@ def main() -> None:
                        "capped": int(result.capped)}
             training_log["precision"] = result.precision
             training_log["seeds"][str(seed)] = {**summary, "cuda_graphs": result.cuda_graphs,
+                                                "stack_size": result.stack_size,
                                                 "train_loss": result.train_loss, "val_loss": result.val_loss}
             tracker.log_series({"train_loss": list(enumerate(result.train_loss, start=1)),
                                 "val_loss": list(enumerate(result.val_loss, start=1))}, child)

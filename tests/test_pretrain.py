@@ -5,7 +5,8 @@ import numpy as np
 import torch
 
 from seba.config import PretrainConfig
-from seba.pretrain import _batches, encode, pretrain_encoder
+from seba.pretrain import encode, pretrain_encoder
+from seba.training import batch_slices
 
 
 def toy_table(n=300, seed=0):
@@ -52,9 +53,9 @@ def test_marginal_fill_and_fresh_validation_run():
 
 def test_batches_keep_the_partial_batch_but_never_a_single_row():
     order = torch.arange(10)
-    assert [len(b) for b in _batches(10, 4, order)] == [4, 4, 2]
-    assert [len(b) for b in _batches(9, 4, order[:9])] == [4, 5]
-    assert torch.equal(torch.cat(_batches(9, 4, order[:9])), order[:9])
+    assert [len(b) for b in batch_slices(10, 4, order)] == [4, 4, 2]
+    assert [len(b) for b in batch_slices(9, 4, order[:9])] == [4, 5]
+    assert torch.equal(torch.cat(batch_slices(9, 4, order[:9])), order[:9])
 
 
 def test_min_delta_stops_on_insignificant_improvements_but_keeps_the_best_weights():
@@ -98,21 +99,25 @@ def test_plan_workers_shares_the_thread_budget_among_seeds():
     assert plan_workers(small_cfg(threads=2, workers=0), 3, cuda) == (1, 2)  # one GPU process
 
 
-def test_seeds_trained_in_parallel_processes_equal_the_same_runs_in_turn():
-    from seba.pretrain import pretrain_many
+def test_stacks_trained_in_parallel_processes_equal_the_same_stacks_in_turn():
+    from seba.pretrain import SeedData, pretrain_many
 
     X, groups = toy_table()
-    tasks = [{"x_train": X[:250], "x_val": X[250:], "groups": groups, "ratio": 0.3, "seed": seed,
-              "cfg": small_cfg(max_epochs=4), "device": torch.device("cpu")} for seed in (1, 2, 3)]
+    members = [SeedData(X[:250], X[250:], seed) for seed in (1, 2, 3)]
+    stacks = [{"members": members[:2], "groups": groups, "ratio": 0.3, "cfg": small_cfg(max_epochs=4),
+               "device": torch.device("cpu")},
+              {"members": members[2:], "groups": groups, "ratio": 0.3, "cfg": small_cfg(max_epochs=4),
+               "device": torch.device("cpu")}]
     before = torch.get_num_threads()
     torch.set_num_threads(1)  # the workers' thread count: the same rounding path
     try:
-        in_turn = list(pretrain_many(tasks, workers=1, threads=1))
+        in_turn = [r for stack in pretrain_many(stacks, workers=1, threads=1) for r in stack]
     finally:
         torch.set_num_threads(before)
-    parallel = list(pretrain_many(tasks, workers=2, threads=1))
+    parallel = [r for stack in pretrain_many(stacks, workers=2, threads=1) for r in stack]
+    assert len(parallel) == 3
     assert [r.val_loss for r in parallel] == [r.val_loss for r in in_turn]
     for a, b in zip(parallel, in_turn):
         for key in a.encoder_state:
             assert torch.equal(a.encoder_state[key], b.encoder_state[key])
-    assert parallel[0].val_loss != parallel[1].val_loss  # each seed its own run, in task order
+    assert parallel[0].val_loss != parallel[1].val_loss  # each seed its own run, in seed order

@@ -1,0 +1,120 @@
+"""Seeds trained as one stacked model: each seed's run is the run it has alone."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from seba.config import PretrainConfig
+from seba.errors import ConfigError
+from seba.model import Encoder, StackedEncoder
+from seba.objective import stacked_info_nce, stacked_target_neighbours
+from seba.pretrain import (SeedData, build_models, encode, member_bytes, plan_stacks, pretrain_encoder,
+                           pretrain_stack)
+
+CPU = torch.device("cpu")
+
+
+def seed_tables(n_seeds=3, n=360, columns=10):
+    """A four-cluster table split differently per seed (as the split stage does), with a
+    one-hot block so that column groups differ in width."""
+    rng = np.random.default_rng(7)
+    centres = rng.normal(size=(4, columns)) * 2.5
+    X = np.concatenate([c + rng.normal(size=(n // 4, columns)) for c in centres]).astype(np.float32)
+    onehot = np.eye(3, dtype=np.float32)[rng.integers(0, 3, len(X))]
+    X = np.concatenate([X, onehot], axis=1)
+    groups = np.concatenate([np.arange(columns), np.full(3, columns)])
+    members = []
+    for seed in range(n_seeds):
+        order = np.random.default_rng(seed).permutation(len(X))
+        members.append(SeedData(X[order[:300]], X[order[300:]], seed=10 + seed, label=f"seed {10 + seed}"))
+    return members, groups
+
+
+def small_cfg(**kw):
+    settings = dict(encoder_hidden=32, encoder_out=16, projector_hidden=32, projector_out=16,
+                    batch_size=64, max_epochs=40, patience=3, progress_seconds=1e9)
+    return dataclasses.replace(PretrainConfig(), **{**settings, **kw})
+
+
+@pytest.mark.parametrize("fill,validation", [("zero", "fixed"), ("marginal", "fresh")])
+def test_a_stack_trains_each_seed_as_it_trains_alone(fill, validation):
+    members, groups = seed_tables()
+    # min_delta makes the seeds stop at different epochs: the stack drops the first ones to
+    # stop and goes on with the others, which must not notice
+    cfg = small_cfg(fill=fill, validation=validation, min_delta=0.01)
+    stacked = pretrain_stack(members, groups, 0.3, cfg, CPU)
+    alone = [pretrain_encoder(m.x_train, m.x_val, groups, 0.3, m.seed, cfg, CPU) for m in members]
+    assert len({r.stop_epoch for r in alone}) > 1, [r.stop_epoch for r in alone]
+    for s, a in zip(stacked, alone):
+        assert s.stop_epoch == a.stop_epoch and s.best_epoch == a.best_epoch
+        # bit for bit: on a CPU every seed's products, losses and Adam updates are its own
+        assert s.train_loss == a.train_loss and s.val_loss == a.val_loss
+        for key in a.encoder_state:
+            assert torch.equal(s.encoder_state[key], a.encoder_state[key]), key
+        assert s.stack_size == 3 and a.stack_size == 1
+    features = [encode(r.encoder_state, {"in_features": 13, "encoder_hidden": 32, "encoder_out": 16,
+                                         "encoder_out_relu": True}, members[0].x_val, CPU) for r in stacked]
+    assert not torch.equal(features[0], features[1])  # each seed its own encoder, in member order
+
+
+def test_a_stack_stops_at_the_step_cap_like_a_seed_alone():
+    members, groups = seed_tables(n_seeds=2)
+    cfg = small_cfg(patience=100, max_steps=10)  # 300 rows, batch 64: 5 steps per epoch
+    stacked = pretrain_stack(members, groups, 0.5, cfg, CPU)
+    assert [r.stop_epoch for r in stacked] == [2, 2] and all(r.capped and r.steps == 10 for r in stacked)
+    alone = pretrain_encoder(members[1].x_train, members[1].x_val, groups, 0.5, members[1].seed, cfg, CPU)
+    assert alone.val_loss == stacked[1].val_loss
+
+
+def test_seeds_with_different_row_counts_cannot_share_a_stack():
+    members, groups = seed_tables(n_seeds=2)
+    members[1] = dataclasses.replace(members[1], x_train=members[1].x_train[:-1])
+    with pytest.raises(ValueError, match="shapes differ"):
+        pretrain_stack(members, groups, 0.3, small_cfg(), CPU)
+
+
+def test_stacked_encoder_members_are_encoders():
+    cfg = small_cfg()
+    encoders = [build_models(13, cfg, seed)[0] for seed in (1, 2)]
+    stacked = StackedEncoder(encoders)
+    x = torch.randn(2, 5, 13)
+    out = stacked(x)
+    for s, encoder in enumerate(encoders):
+        alone = Encoder(13, 32, 16)
+        alone.load_state_dict({k: v[s] for k, v in stacked.state_dict().items()})
+        # the same products (torch may pick another CPU kernel for a batched one: last bits)
+        torch.testing.assert_close(alone(x[s]), out[s], rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(encoder(x[s]), out[s], rtol=1e-6, atol=1e-6)
+
+
+def test_the_batched_objective_computes_the_per_seed_objective():
+    """The one-kernel forms used on a GPU, checked on the CPU against the per-seed loop."""
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 50, 12, generator=gen)
+    masks = torch.rand(4, 12, generator=gen) < 0.3
+    masks[:, 0] = True
+    looped = stacked_target_neighbours(x, masks, batched=False)
+    batched = stacked_target_neighbours(x, masks, batched=True)
+    assert torch.equal(looped, batched)
+    z = torch.randn(4, 50, 8, generator=gen)
+    a = stacked_info_nce(z, looped, 0.5, batched=False)
+    b = stacked_info_nce(z, looped, 0.5, batched=True)
+    # the same formula; the sums run in another order (float32 rounding, not a different result)
+    torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_stacks_are_split_to_fit_memory_and_stack_size():
+    cfg = small_cfg()
+    assert plan_stacks(10, 1, 100, cfg, CPU, free_bytes=10_000) == [list(range(10))]
+    assert plan_stacks(10, 1, 100, cfg, CPU, free_bytes=450) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert plan_stacks(10, 2, 100, cfg, CPU, free_bytes=10_000) == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
+    assert plan_stacks(5, 1, 100, small_cfg(stack_size=2), CPU, free_bytes=10_000) == [[0, 1], [2, 3], [4]]
+    with pytest.raises(ConfigError, match="one seed needs about .* GiB on cpu but .* GiB is free"):
+        plan_stacks(3, 1, 2 << 30, cfg, CPU, free_bytes=1 << 30, where="[pretrain x r=0.2]")
+    # the estimate grows with the rows, the widths and the batch
+    base = member_bytes(1000, 100, 20, cfg)
+    assert member_bytes(2000, 100, 20, cfg) > base
+    assert member_bytes(1000, 100, 20, small_cfg(encoder_hidden=64)) > base
+    assert member_bytes(1000, 100, 20, small_cfg(batch_size=128)) > base
