@@ -19,10 +19,21 @@ def prototype_scores(features: torch.Tensor, support: torch.Tensor, support_labe
     return torch.einsum("mnf,mecf->menc", F.normalize(features, dim=-1), F.normalize(prototypes, dim=-1))
 
 
+def probe_init(M: int, E: int, n_features: int, n_classes: int, generator: torch.Generator
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Initial weights [M, E, F, C] and biases [M, E, C] of M x E probes, drawn as nn.Linear's
+    default initialisation from ``generator``."""
+    bound = 1.0 / n_features ** 0.5
+    weight = (torch.rand(M, E, n_features, n_classes, generator=generator) * 2 - 1) * bound
+    bias = (torch.rand(M, E, n_classes, generator=generator) * 2 - 1) * bound
+    return weight, bias
+
+
 def train_probes(features: torch.Tensor, support: torch.Tensor, support_labels: torch.Tensor,
                  n_classes: int, lr: float, max_iters: int, patience: int,
-                 generator: torch.Generator, chunk_bytes: int | None = None,
+                 generator: torch.Generator | None = None, chunk_bytes: int | None = None,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 init: tuple[torch.Tensor, torch.Tensor] | None = None,
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One linear probe per (member, episode), trained many at a time as one tensor program.
 
@@ -43,14 +54,17 @@ def train_probes(features: torch.Tensor, support: torch.Tensor, support_labels: 
     are taken in chunks whose support fits in ``chunk_bytes`` (cache-sized on a CPU); when half of a
     chunk's probes have stopped, the chunk is compacted to the ones still running, so a
     long-running probe does not keep the finished ones busy.
+    ``support`` is [E, S], shared by the members, or [M, E, S], each member's own (the members
+    of several seeds, each seed with its episodes). The initial weights come from ``init``
+    (``probe_init``'s pair) or are drawn from ``generator``.
     Returns weights [M, E, F, C], biases [M, E, C] and iterations used [M, E].
     """
-    M, E = features.shape[0], support.shape[0]
+    M, E = features.shape[0], support.shape[-2]
     n_features = features.shape[-1]
     device = features.device
-    bound = 1.0 / n_features ** 0.5  # nn.Linear's default initialisation
-    weight0 = ((torch.rand(M, E, n_features, n_classes, generator=generator) * 2 - 1) * bound).to(device)
-    bias0 = ((torch.rand(M, E, n_classes, generator=generator) * 2 - 1) * bound).to(device)
+    weight0, bias0 = init if init is not None else probe_init(M, E, n_features, n_classes, generator)
+    weight0, bias0 = weight0.to(device), bias0.to(device)
+    per_member = support.dim() == 3
     labels = support_labels.to(device)
     S = labels.numel()
     onehot = F.one_hot(labels, n_classes).to(features.dtype).T.contiguous()  # [C, S]
@@ -71,7 +85,8 @@ def train_probes(features: torch.Tensor, support: torch.Tensor, support_labels: 
         for first in range(0, n_probes, chunk):
             ids = torch.arange(first, min(first + chunk, n_probes), device=device)
             x = torch.ones(len(ids), S, width, dtype=features.dtype, device=device)  # [P, S, F + 1]
-            x[:, :, :n_features] = features[(ids // E)[:, None], support[ids % E]]
+            rows = support[ids // E, ids % E] if per_member else support[ids % E]
+            x[:, :, :n_features] = features[(ids // E)[:, None], rows]
             xt = x.transpose(1, 2)  # [P, F + 1, S], a view
             w = best[ids].clone()  # [P, C, F + 1]
             m, v = torch.zeros_like(w), torch.zeros_like(w)

@@ -76,7 +76,7 @@ class PretrainConfig:
     min_delta: float = 0.0  # relative improvement that resets patience (0 = any improvement)
     validation: str = "fixed"  # fixed: seeded masks drawn once | fresh: new masks every epoch
     validation_draws: int = 2  # masks per validation batch (fixed mode)
-    precision: str = "fp32"  # fp32 | bf16 (autocast) | auto (bf16 where the device has it natively)
+    precision: str = "fp32"  # fp32 | bf16 (autocast) | tf32 (CUDA: TF32 products) | auto (bf16 where native)
     device: str = "auto"  # auto | cpu | cuda
     threads: int = 0  # torch intra-op threads; 0 = all cores
     workers: int = 0  # processes training seeds at once (CPU), each a stack; 0 = auto: min(seeds, cores)
@@ -85,7 +85,7 @@ class PretrainConfig:
 
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
         "fill": ("zero", "marginal"), "validation": ("fixed", "fresh"),
-        "precision": ("fp32", "bf16", "auto"), "device": ("auto", "cpu", "cuda")}
+        "precision": ("fp32", "bf16", "tf32", "auto"), "device": ("auto", "cpu", "cuda")}
     POSITIVE: ClassVar[tuple[str, ...]] = (
         "min_masked_columns", "encoder_hidden", "encoder_out", "projector_hidden", "projector_out", "temperature",
         "lr", "batch_size", "max_epochs", "patience", "validation_draws", "progress_seconds")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import time
+from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
 import torch
 
-from seba.classifiers import probe_logits, prototype_scores, train_probes
+from seba.classifiers import probe_init, probe_logits, prototype_scores, train_probes
 from seba.config import EvaluateConfig
 from seba.episodes import sample_episodes
 from seba.runtime import derive_seed
@@ -39,51 +41,97 @@ def episode_scores(predictions: torch.Tensor, y_test: torch.Tensor, query: torch
     return accuracy, balanced
 
 
-def head_scores(features: torch.Tensor, support: torch.Tensor, labels: torch.Tensor, n_classes: int, shot: int,
-                cfg: EvaluateConfig, probe_seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Class scores [M, E, N, C] of every member's few-shot head on a set of episodes: cosine
-    prototypes for the prototype shots, else a linear probe per (member, episode) initialised
-    from ``probe_seed``; and the probe iterations used [M, E] (0 for prototypes)."""
+def head_scores(features: list[torch.Tensor], supports: list[torch.Tensor], labels: torch.Tensor, n_classes: int,
+                shot: int, cfg: EvaluateConfig, probe_seeds: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """For each seed (its members' features [M, N, F] and its episodes' support [E, S]), the class
+    scores [M, E, N, C] of every member's few-shot head and the probe iterations used [M, E]:
+    cosine prototypes for the prototype shots, else a linear probe per (member, episode)
+    initialised from the seed's ``probe_seed``. The probes of all the seeds train together (one
+    loop; each probe's path is its own), which on a GPU saves a loop of small kernels per seed."""
     if shot in cfg.prototype_shots:
-        scores = prototype_scores(features, support, labels, n_classes)
-        return scores, torch.zeros(scores.shape[:2], dtype=torch.long)
-    generator = torch.Generator().manual_seed(probe_seed)
-    weight, bias, iterations = train_probes(features, support, labels, n_classes, lr=cfg.probe_lr,
-                                            max_iters=cfg.probe_max_iters, patience=cfg.probe_patience,
-                                            generator=generator)
+        out = []
+        for f, support in zip(features, supports):
+            scores = prototype_scores(f, support, labels, n_classes)
+            out.append((scores, torch.zeros(scores.shape[:2], dtype=torch.long)))
+        return out
+    M, E = features[0].shape[0], supports[0].shape[0]
+    inits = [probe_init(M, E, features[0].shape[-1], n_classes, torch.Generator().manual_seed(s))
+             for s in probe_seeds]
+    weight, bias, iterations = train_probes(
+        torch.cat(features), torch.cat([support.expand(M, -1, -1) for support in supports]), labels, n_classes,
+        lr=cfg.probe_lr, max_iters=cfg.probe_max_iters, patience=cfg.probe_patience,
+        init=(torch.cat([w for w, _ in inits]), torch.cat([b for _, b in inits])))
     with torch.no_grad():
-        return probe_logits(features, weight, bias), iterations
+        return [(probe_logits(f, weight[i * M:(i + 1) * M], bias[i * M:(i + 1) * M]), iterations[i * M:(i + 1) * M])
+                for i, f in enumerate(features)]
+
+
+def evaluate_seeds(features: list[torch.Tensor], member_names: list[str], y_tests: list[np.ndarray],
+                   n_classes: int, seeds: list[int], cfg: EvaluateConfig, dataset: str = "") -> list[pd.DataFrame]:
+    """``evaluate_members`` for several seeds at once (each seed's members' [M, N, F] features on
+    its test part, the seeds' test parts of one size): one frame per seed, the frame the seed
+    gets alone (the probes of all seeds train together)."""
+    frames: list[list[pd.DataFrame]] = [[] for _ in seeds]
+    device = features[0].device
+    for shot in cfg.shots:
+        episodes = [sample_episodes(y, n_classes, shot, cfg.episodes, seed, dataset) for y, seed in zip(y_tests, seeds)]
+        labels = torch.as_tensor(episodes[0].support_labels, device=device)  # class-major: every seed's
+        supports = [torch.as_tensor(e.support, device=device) for e in episodes]
+        heads = head_scores(features, supports, labels, n_classes, shot, cfg,
+                            [derive_seed(seed, shot, "probe") for seed in seeds])
+        for i, (seed, y_test, e, (scores, iterations)) in enumerate(zip(seeds, y_tests, episodes, heads)):
+            y = torch.as_tensor(y_test, dtype=torch.long, device=device)
+            query = torch.as_tensor(e.query, device=device)
+            with torch.no_grad():
+                scores = torch.cat([scores, scores.mean(0, keepdim=True)])  # ensemble appended
+                predictions = scores.argmax(-1)  # [M + 1, E, N]
+                accuracy, balanced = episode_scores(predictions, y, query, n_classes)
+            names = list(member_names) + [ENSEMBLE]
+            iters = torch.cat([iterations.cpu(), torch.full((1, cfg.episodes), -1)]).numpy()
+            hashes = [support_hash(row) for row in e.support]
+            for k, name in enumerate(names):
+                frames[i].append(pd.DataFrame({
+                    "seed": seed, "shot": shot, "episode": np.arange(cfg.episodes), "member": name,
+                    "accuracy": 100.0 * accuracy[k].cpu().numpy(),
+                    "balanced_accuracy": 100.0 * balanced[k].cpu().numpy(),
+                    "probe_iterations": iters[k],
+                    "support_hash": hashes,
+                }))
+    return [pd.concat(f, ignore_index=True) for f in frames]
 
 
 def evaluate_members(features: torch.Tensor, member_names: list[str], y_test: np.ndarray,
                      n_classes: int, seed: int, cfg: EvaluateConfig, dataset: str = "") -> pd.DataFrame:
     """All shots x episodes for the members ([M, N, F] features on the test part) and their
     ensemble (mean of logits / cosine similarities). One row per seed, shot, episode, member."""
-    y = torch.as_tensor(y_test, dtype=torch.long, device=features.device)
-    frames = []
-    for shot in cfg.shots:
-        episodes = sample_episodes(y_test, n_classes, shot, cfg.episodes, seed, dataset)
-        support = torch.as_tensor(episodes.support, device=features.device)
-        labels = torch.as_tensor(episodes.support_labels, device=features.device)
-        query = torch.as_tensor(episodes.query, device=features.device)
-        scores, iterations = head_scores(features, support, labels, n_classes, shot, cfg,
-                                         derive_seed(seed, shot, "probe"))
-        with torch.no_grad():
-            scores = torch.cat([scores, scores.mean(0, keepdim=True)])  # ensemble appended
-            predictions = scores.argmax(-1)  # [M + 1, E, N]
-            accuracy, balanced = episode_scores(predictions, y, query, n_classes)
-        names = list(member_names) + [ENSEMBLE]
-        iters = torch.cat([iterations.cpu(), torch.full((1, cfg.episodes), -1)]).numpy()
-        hashes = [support_hash(row) for row in episodes.support]
-        for k, name in enumerate(names):
-            frames.append(pd.DataFrame({
-                "seed": seed, "shot": shot, "episode": np.arange(cfg.episodes), "member": name,
-                "accuracy": 100.0 * accuracy[k].cpu().numpy(),
-                "balanced_accuracy": 100.0 * balanced[k].cpu().numpy(),
-                "probe_iterations": iters[k],
-                "support_hash": hashes,
-            }))
-    return pd.concat(frames, ignore_index=True)
+    return evaluate_seeds([features], member_names, [y_test], n_classes, [seed], cfg, dataset)[0]
+
+
+def evaluate_in_groups(load_seed: Callable[[int], tuple[torch.Tensor, np.ndarray]], seeds: list[int],
+                       member_names: list[str], n_classes: int, cfg: EvaluateConfig, dataset: str,
+                       budget_bytes: int) -> Iterator[tuple[int, pd.DataFrame, float, int]]:
+    """``evaluate_seeds`` over groups of consecutive seeds whose features (``load_seed(seed)``:
+    [M, N, F] features and test labels) fit ``budget_bytes`` together. Yields, in seed order,
+    (seed, its frame, seconds per seed of its group, seeds in the group)."""
+    group: list[tuple[int, torch.Tensor, np.ndarray]] = []
+    start = time.perf_counter()
+
+    def run() -> Iterator[tuple[int, pd.DataFrame, float, int]]:
+        frames = evaluate_seeds([f for _, f, _ in group], member_names, [y for _, _, y in group], n_classes,
+                                [seed for seed, _, _ in group], cfg, dataset)
+        seconds = (time.perf_counter() - start) / len(group)
+        for (seed, _, _), frame in zip(group, frames):
+            yield seed, frame, seconds, len(group)
+
+    for seed in seeds:
+        features, y_test = load_seed(seed)
+        if group and (features.shape != group[0][1].shape
+                      or (len(group) + 1) * features.element_size() * features.numel() > budget_bytes):
+            yield from run()
+            group, start = [], time.perf_counter()
+        group.append((seed, features, y_test))
+    if group:
+        yield from run()
 
 
 def summarise(episodes: pd.DataFrame) -> pd.DataFrame:

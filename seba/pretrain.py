@@ -37,7 +37,8 @@ from seba.objective import (
     stacked_info_nce,
     stacked_target_neighbours,
 )
-from seba.runtime import Throttle, derive_seed, format_seconds, log, resolve_precision
+from seba.runtime import (Throttle, available_bytes, derive_seed, format_seconds, log, matmul_precision,
+                          resolve_precision)
 from seba.training import EarlyStopping, batch_slices, make_adam
 
 # With CUDA graphs a stack is compacted (stopped seeds dropped, graphs captured again) once this
@@ -114,19 +115,6 @@ def member_bytes(n_rows: int, n_val_rows: int, n_features: int, cfg: PretrainCon
     activations = B * (4 * D + 2 * H + 3 * O + 2 * Hp + 2 * P + 4 * B)
     floats = (n_rows + n_val_rows) * D + 4 * (encoder + projector) + encoder + 2 * activations
     return int(1.5 * 4 * floats)
-
-
-def available_bytes(device: torch.device) -> int:
-    """Free memory on ``device``: the GPU's free memory, or the machine's available memory."""
-    if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
-    try:
-        for line in open("/proc/meminfo"):
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 8 << 30
 
 
 class _Member:
@@ -223,14 +211,21 @@ def pretrain_stack(
     each seed's best (lowest validation objective) weights and its training record.
 
     The seeds must have the same numbers of training and validation rows (the seeds of one
-    table's split do). On CUDA in fp32, steps after the first epoch are replayed as CUDA graphs
-    (``cuda_graphs=False`` keeps every step eager); if capturing fails, training goes on eagerly."""
+    table's split do). On CUDA in fp32 or tf32, steps after the first epoch are replayed as CUDA
+    graphs (``cuda_graphs=False`` keeps every step eager); if capturing fails, training goes on
+    eagerly."""
     if not members:
         return []
     shapes = {(m.x_train.shape, m.x_val.shape) for m in members}
     if len(shapes) > 1:
         raise ValueError(f"pretrain_stack: the seeds' training / validation shapes differ: {sorted(shapes)}")
     cfg = dataclasses.replace(cfg, precision=resolve_precision(cfg.precision, device))
+    with matmul_precision(cfg.precision):
+        return _train_stack(members, groups, ratio, cfg, device, label, cuda_graphs)
+
+
+def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float, cfg: PretrainConfig,
+                 device: torch.device, label: str, cuda_graphs: bool) -> list[PretrainResult]:
     n_rows, n_val = len(members[0].x_train), len(members[0].x_val)
     groups_t = torch.as_tensor(groups, dtype=torch.long)
     n_groups = int(groups.max()) + 1
@@ -287,7 +282,7 @@ def pretrain_stack(
     if cfg.max_steps and steps_per_epoch:
         epoch_limit = min(epoch_limit, math.ceil(cfg.max_steps / steps_per_epoch))
     throttle = Throttle(cfg.progress_seconds)
-    use_graphs = cuda_graphs and device.type == "cuda" and cfg.precision == "fp32"
+    use_graphs = cuda_graphs and device.type == "cuda" and cfg.precision in ("fp32", "tf32")
     graphs: StackedStepGraphs | None = None
     start = time.perf_counter()
 

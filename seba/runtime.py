@@ -46,6 +46,21 @@ def select_device(name: str = "auto"):
     return torch.device(name)
 
 
+def available_bytes(device) -> int:
+    """Free memory on ``device``: the GPU's free memory, or the machine's available memory."""
+    if device.type == "cuda":
+        import torch
+
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 8 << 30
+
+
 def native_bf16(device) -> bool:
     """Whether ``device`` multiplies bf16 natively: CUDA with bf16 support, or an x86 CPU with
     AVX512-BF16 / AMX-BF16 (elsewhere bf16 is emulated and slower than fp32)."""
@@ -65,10 +80,30 @@ def resolve_precision(name: str, device) -> str:
     step on this project's CPU), fp32 elsewhere. On CUDA too: these models are too small for
     bf16 to pay there, its casts add kernels, and on an H100 a bf16 step took 1.07-2.2x as
     long as an fp32 one in 11 of 12 measured pairs (benchmarks/speed.py --device cuda,
-    reports/benchmarks.md)."""
+    reports/benchmarks.md). ``tf32`` (fp32 weights, TensorFloat-32 products) is a CUDA mode:
+    elsewhere it is fp32."""
     if name == "auto":
         return "bf16" if device.type == "cpu" and native_bf16(device) else "fp32"
+    if name == "tf32" and device.type != "cuda":
+        return "fp32"
     return name
+
+
+@contextlib.contextmanager
+def matmul_precision(precision: str) -> Iterator[None]:
+    """fp32 products as TensorFloat-32 on CUDA while ``precision`` is ``tf32`` (torch's "high"
+    float32 matmul precision), restored afterwards."""
+    if precision != "tf32":
+        yield
+        return
+    import torch
+
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 def count_cuda_syncs(fn, sites=None) -> tuple[int, object]:

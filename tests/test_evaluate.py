@@ -43,3 +43,26 @@ def test_summarise_means_over_seeds_and_episodes():
     row = summarise(frame).iloc[0]
     assert row["accuracy"] == 65.0 and row["seeds"] == 2 and row["episodes"] == 4
     assert row["accuracy_std"] == pytest.approx(np.std([50, 60, 70, 80], ddof=1))
+
+
+def test_seeds_evaluated_together_score_as_each_seed_alone():
+    from seba.evaluate import evaluate_in_groups, evaluate_seeds
+
+    rng = np.random.default_rng(1)
+    y_tests = [rng.permutation(np.repeat(np.arange(3), 20)) for _ in range(3)]
+    features = [torch.as_tensor(rng.normal(size=(2, 60, 8)) + np.eye(8)[y][None] * 1.5, dtype=torch.float32)
+                for y in y_tests]
+    cfg = dataclasses.replace(EvaluateConfig(), episodes=6, shots=(1, 5))
+    seeds = [4, 5, 6]
+    together = evaluate_seeds(features, ["r0.1", "r0.2"], y_tests, 3, seeds, cfg, "toy")
+    for f, y, seed, frame in zip(features, y_tests, seeds, together):
+        alone = evaluate_members(f, ["r0.1", "r0.2"], y, 3, seed, cfg, "toy")
+        pd.testing.assert_frame_equal(frame, alone)  # the same probes, bit for bit
+    assert not together[0]["accuracy"].equals(together[1]["accuracy"])
+    # grouped by a memory budget of two seeds' features: the same frames, in seed order
+    per_seed = features[0].element_size() * features[0].numel()
+    grouped = list(evaluate_in_groups(lambda s: (features[s - 4], y_tests[s - 4]), seeds, ["r0.1", "r0.2"], 3,
+                                      cfg, "toy", budget_bytes=2 * per_seed))
+    assert [(seed, n) for seed, _, _, n in grouped] == [(4, 2), (5, 2), (6, 1)]
+    for (_, frame, _, _), expected in zip(grouped, together):
+        pd.testing.assert_frame_equal(frame, expected)

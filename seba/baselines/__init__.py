@@ -68,9 +68,9 @@ class RepresentationMethod(Method):
         from seba.evaluate import head_scores
         from seba.runtime import derive_seed
 
-        scores, _ = head_scores(self.encode(x_test)[None], torch.as_tensor(support, device=self.device),
-                                torch.as_tensor(support_labels, device=self.device), n_classes, shot,
-                                self.evaluate_cfg, derive_seed(self.seed, shot, "probe", self.name))
+        [(scores, _)] = head_scores([self.encode(x_test)[None]], [torch.as_tensor(support, device=self.device)],
+                                    torch.as_tensor(support_labels, device=self.device), n_classes, shot,
+                                    self.evaluate_cfg, [derive_seed(self.seed, shot, "probe", self.name)])
         return scores[0]
 
 
