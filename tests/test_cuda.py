@@ -10,7 +10,8 @@ import torch
 from seba.config import load_params
 from seba.data import encode_table, load_snapshot, make_split, scale
 from seba.evaluate import evaluate_members, summarise
-from seba.pretrain import encode, encoder_config, pretrain_encoder
+import seba.pretrain
+from seba.pretrain import SeedData, encode, encoder_config, pretrain_encoder, pretrain_stack
 from seba.runtime import count_cuda_syncs
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
@@ -97,3 +98,56 @@ def test_evaluation_on_cuda_follows_the_cpu(karhunen):
     assert same_iters > 0.8, same_iters
     means = {k: summarise(v).set_index(["shot", "member"])["accuracy"] for k, v in runs.items()}
     assert (means["cuda"] - means["cpu"]).abs().max() < 0.5, (means["cuda"] - means["cpu"])
+
+
+def seed_members(params, table, seeds):
+    members = []
+    for seed in seeds:
+        split = make_split(table.y, seed, params.split.test_fraction, params.split.val_fraction)
+        X = scale(table, split.train)
+        members.append(SeedData(X[split.train], X[split.val], seed))
+    return members
+
+
+def test_stacked_graph_steps_compute_the_eager_steps_through_compactions(karhunen, monkeypatch):
+    params, table, _, _ = karhunen
+    monkeypatch.setattr(seba.pretrain, "GRAPH_COMPACT_SHARE", 0.01)  # compact (and capture again) at each stop
+    members = seed_members(params, table, (0, 1, 2, 3))
+    cfg = dataclasses.replace(params.pretrain, max_epochs=40, patience=3, min_delta=0.01, batch_size=256,
+                              precision="fp32", progress_seconds=1e9)
+    runs = {graphs: pretrain_stack(members, table.groups, 0.3, cfg, CUDA, cuda_graphs=graphs) for graphs in (True, False)}
+    assert all(r.cuda_graphs for r in runs[True]) and not any(r.cuda_graphs for r in runs[False])
+    assert len({r.stop_epoch for r in runs[True]}) > 1  # seeds left the stack at different epochs
+    for a, b in zip(runs[True], runs[False]):
+        assert a.stop_epoch == b.stop_epoch
+        np.testing.assert_allclose(a.val_loss, b.val_loss, rtol=1e-5)
+        for name, value in a.encoder_state.items():
+            torch.testing.assert_close(value, b.encoder_state[name], rtol=1e-4, atol=1e-5)
+
+
+def test_a_stack_on_cuda_follows_the_same_seeds_alone(karhunen):
+    params, table, split, X = karhunen
+    members = seed_members(params, table, (0, 1, 2))
+    cfg = dataclasses.replace(params.pretrain, max_epochs=3, precision="fp32", progress_seconds=1e9)
+    stacked = pretrain_stack(members, table.groups, 0.3, cfg, CUDA)
+    config = encoder_config(cfg, X.shape[1])
+    for m, s in zip(members, stacked):
+        alone = pretrain_encoder(m.x_train, m.x_val, table.groups, 0.3, m.seed, cfg, CUDA)
+        # batched kernels sum in another order than a seed's own: float32 rounding only
+        np.testing.assert_allclose(s.val_loss, alone.val_loss, rtol=1e-4)
+        torch.testing.assert_close(encode(s.encoder_state, config, X[split.test], CUDA),
+                                   encode(alone.encoder_state, config, X[split.test], CUDA), rtol=1e-2, atol=1e-3)
+
+
+def test_a_stack_synchronises_per_epoch_not_per_seed_or_batch(karhunen):
+    params, table, _, _ = karhunen
+    per_epoch = {}
+    for n_seeds in (1, 4):
+        members = seed_members(params, table, range(n_seeds))
+        counts = {}
+        for epochs in (3, 5):
+            cfg = dataclasses.replace(params.pretrain, max_epochs=epochs, batch_size=128, precision="fp32",
+                                      progress_seconds=1e9)
+            counts[epochs], _ = count_cuda_syncs(lambda: pretrain_stack(members, table.groups, 0.3, cfg, CUDA))
+        per_epoch[n_seeds] = (counts[5] - counts[3]) / 2
+    assert per_epoch[1] == per_epoch[4] and per_epoch[4] <= 4, per_epoch
