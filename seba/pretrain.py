@@ -220,8 +220,13 @@ def pretrain_stack(
     if len(shapes) > 1:
         raise ValueError(f"pretrain_stack: the seeds' training / validation shapes differ: {sorted(shapes)}")
     cfg = dataclasses.replace(cfg, precision=resolve_precision(cfg.precision, device))
-    with matmul_precision(cfg.precision):
-        return _train_stack(members, groups, ratio, cfg, device, label, cuda_graphs)
+    try:
+        with matmul_precision(cfg.precision):
+            return _train_stack(members, groups, ratio, cfg, device, label, cuda_graphs)
+    except torch.OutOfMemoryError as error:
+        raise ConfigError(
+            f"{label or 'pretrain'}: a stack of {len(members)} seeds ran out of memory on {device} "
+            f"({str(error).splitlines()[0][:160]}); set pretrain.stack_size below {len(members)}") from None
 
 
 def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float, cfg: PretrainConfig,

@@ -118,3 +118,16 @@ def test_stacks_are_split_to_fit_memory_and_stack_size():
     assert member_bytes(2000, 100, 20, cfg) > base
     assert member_bytes(1000, 100, 20, small_cfg(encoder_hidden=64)) > base
     assert member_bytes(1000, 100, 20, small_cfg(batch_size=128)) > base
+
+
+def test_a_stack_that_runs_out_of_memory_names_the_setting(monkeypatch):
+    import seba.pretrain
+
+    def out_of_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(seba.pretrain, "_train_stack", out_of_memory)
+    members, groups = seed_tables(n_seeds=2)
+    with pytest.raises(ConfigError, match=r"\[pretrain t\]: a stack of 2 seeds ran out of memory on cpu .*"
+                                          r"set pretrain.stack_size below 2"):
+        pretrain_stack(members, groups, 0.3, small_cfg(), CPU, label="[pretrain t]")
