@@ -54,3 +54,39 @@ def batch_slices(n_rows: int, batch_size: int, order: torch.Tensor) -> list[torc
         batches[-2] = torch.cat([batches[-2], batches[-1]])
         batches.pop()
     return [b for b in batches if len(b) >= 2]
+
+
+class FusedAdam:
+    """Adam over a fixed list of tensors through torch's fused kernel: the update
+    ``torch.optim.Adam(fused=True)`` makes, bit for bit, without ``torch.optim``, whose first
+    use imports torch's compiler stack (about a second of every pretraining process's
+    start-up). The step counts live on the tensors' device, so a step can be a CUDA graph.
+    ``select`` keeps some members of stacked tensors (their leading dimension) with their state."""
+
+    def __init__(self, params: list[torch.Tensor], lr: float, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, state: tuple[list, list, list] | None = None):
+        self.params, self.lr, self.betas, self.eps = list(params), lr, betas, eps
+        self.exp_avg, self.exp_avg_sq, self.steps = state or (
+            [torch.zeros_like(p) for p in self.params], [torch.zeros_like(p) for p in self.params],
+            [torch.zeros((), dtype=torch.float32, device=p.device) for p in self.params])
+
+    @staticmethod
+    def available(device: torch.device) -> bool:
+        return hasattr(torch, "_fused_adam_") and device.type in ("cpu", "cuda")
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        torch._foreach_add_(self.steps, 1)
+        torch._fused_adam_(self.params, [p.grad for p in self.params], self.exp_avg, self.exp_avg_sq, [],
+                           self.steps, amsgrad=False, lr=self.lr, beta1=self.betas[0], beta2=self.betas[1],
+                           weight_decay=0.0, eps=self.eps, maximize=False, grad_scale=None, found_inf=None)
+
+    def select(self, params: list[torch.Tensor], members: torch.Tensor) -> "FusedAdam":
+        """Adam for ``params``, the kept ``members`` of this one's tensors, with their state."""
+        return FusedAdam(params, self.lr, self.betas, self.eps,
+                         ([m[members] for m in self.exp_avg], [v[members] for v in self.exp_avg_sq],
+                          [s.clone() for s in self.steps]))

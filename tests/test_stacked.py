@@ -131,3 +131,29 @@ def test_a_stack_that_runs_out_of_memory_names_the_setting(monkeypatch):
     with pytest.raises(ConfigError, match=r"\[pretrain t\]: a stack of 2 seeds ran out of memory on cpu .*"
                                           r"set pretrain.stack_size below 2"):
         pretrain_stack(members, groups, 0.3, small_cfg(), CPU, label="[pretrain t]")
+
+
+def test_fused_adam_makes_torch_adams_update_and_keeps_members_state():
+    from seba.training import FusedAdam
+
+    gen = torch.Generator().manual_seed(3)
+    a = torch.randn(3, 5, 4, generator=gen, requires_grad=True)
+    b = a.detach().clone().requires_grad_()
+    ours, theirs = FusedAdam([a], lr=1e-2), torch.optim.Adam([b], lr=1e-2, fused=True)
+    for _ in range(4):
+        target = torch.randn(3, 5, 4, generator=gen)
+        for p, opt in ((a, ours), (b, theirs)):
+            opt.zero_grad()
+            ((p - target) ** 3).sum().backward()
+            opt.step()
+    assert torch.equal(a, b)
+    # members 0 and 2 go on alone, with their moments and step count
+    kept = torch.tensor([0, 2])
+    c = a.detach()[kept].clone().requires_grad_()
+    sub = ours.select([c], kept)
+    target = torch.randn(3, 5, 4, generator=gen)
+    for p, opt, t in ((a, ours, target), (c, sub, target[kept])):
+        opt.zero_grad()
+        ((p - t) ** 3).sum().backward()
+        opt.step()
+    assert torch.equal(c, a.detach()[kept])
