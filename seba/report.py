@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from seba.errors import DataError
 from seba.evaluate import ENSEMBLE, summarise
 from seba.runtime import atomic_path
 
@@ -127,8 +128,6 @@ def figure(table: pd.DataFrame, path: Path) -> None:
 
 def check_same_episodes(seba: pd.DataFrame, other: pd.DataFrame, method: str, dataset: str) -> None:
     """Every baseline must have been scored on SeBA's support sets: compare the fingerprints."""
-    from seba.errors import DataError
-
     keys = ["seed", "shot", "episode"]
     if "support_hash" not in seba.columns or "support_hash" not in other.columns:
         raise DataError(f"dataset '{dataset}': episode files without support fingerprints (written by an older "

@@ -23,6 +23,11 @@ import importlib
 import numpy as np
 import torch
 
+from seba.errors import TrainingDiverged
+from seba.evaluate import head_scores
+from seba.pretrain import EarlyStopping
+from seba.runtime import derive_seed
+
 METHODS: dict[str, type["Method"]] = {}
 
 
@@ -65,9 +70,6 @@ class RepresentationMethod(Method):
         return torch.cat([self.encoder(X[i:i + 8192]) for i in range(0, len(X), 8192)]).float()
 
     def scores(self, x_test, support, support_labels, n_classes, shot):
-        from seba.evaluate import head_scores
-        from seba.runtime import derive_seed
-
         scores, _ = head_scores(self.encode(x_test)[None], torch.as_tensor(support, device=self.device),
                                 torch.as_tensor(support_labels, device=self.device), n_classes, shot,
                                 self.evaluate_cfg, derive_seed(self.seed, shot, "probe", self.name))
@@ -83,9 +85,6 @@ def train_with_early_stopping(modules: list[torch.nn.Module], batch_loss, n_trai
     epochs)."""
     import copy
     import math
-
-    from seba.errors import TrainingDiverged
-    from seba.pretrain import EarlyStopping
 
     params = [p for m in modules for p in m.parameters()]
     optimiser = torch.optim.Adam(params, lr=cfg.lr)
