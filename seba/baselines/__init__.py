@@ -13,7 +13,7 @@ its DVC stage depends on: editing one method reruns only that method's stages.
 Add a method: write ``seba/baselines/<name>.py`` with a subclass of ``Method`` that has ``name``
 (its params section and stage name) and ``paper_name`` (its row in paper_results.csv, or None),
 registered with ``@register``; list the module in ``MODULES`` below and add its config dataclass
-to ``seba.config.BASELINE_SECTIONS``. See README, "Adding a method".
+to ``seba.config.BASELINE_SECTIONS``. See docs/adding-a-method.md.
 """
 
 from __future__ import annotations
