@@ -87,7 +87,7 @@ def seba_imports(path: str) -> tuple[set[str], list[str]]:
 def closure(entries: set[str]) -> set[str]:
     """Every seba module file reachable from `entries` through module-level imports."""
     seen: set[str] = set()
-    todo = [e for e in entries]
+    todo = list(entries)
     while todo:
         path = todo.pop()
         if path in seen:
