@@ -5,7 +5,7 @@ Usage (repository root): python benchmarks/pretrain_log.py OUT.json
 Reads `data/models/<dataset>/r<ratio>/log.json` for the datasets and ratios of params.yaml and
 writes, per "<dataset> r=<ratio> seed <seed>": best and stop epoch, steps, whether the step cap
 stopped it, seconds, best validation objective, masked columns, the precision that ran, and the
-validation objective per epoch (5 decimals). This is how `reports/runs/pretrain_log_*.json` are made.
+validation objective per epoch (5 decimals). This is how `reports/experiments/*/pretrain_log.json` are made.
 """
 
 import argparse

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from seba.errors import DataError
-from seba.runtime import log
+from seba.errors import ConfigError, DataError
+from seba.runtime import atomic_path, log
 
 LABEL = "class"
 
@@ -265,8 +265,6 @@ class EncodedTable:
     classes: np.ndarray  # str [classes]
 
     def save(self, path: Path) -> None:
-        from seba.runtime import atomic_path
-
         with atomic_path(path) as tmp:
             with open(tmp, "wb") as fh:
                 np.savez(fh, **self.__dict__)
@@ -360,8 +358,6 @@ def check_split_sizes(y: np.ndarray, test_fraction: float, val_fraction: float, 
                       classes=None) -> None:
     """Raise a ConfigError naming the key when a fraction leaves a part too small to stratify:
     every part needs at least one row per class (and training at least two rows)."""
-    from seba.errors import ConfigError
-
     full = np.bincount(y)
     present = np.flatnonzero(full)
     counts = full[present]
@@ -385,8 +381,6 @@ def check_split_sizes(y: np.ndarray, test_fraction: float, val_fraction: float, 
 
 def check_shots(y_test: np.ndarray, classes, shots, dataset: str, seed: int) -> None:
     """Raise a ConfigError when a class's test rows cannot serve the largest shot."""
-    from seba.errors import ConfigError
-
     counts = np.bincount(y_test, minlength=len(classes))
     for shot in sorted(shots, reverse=True):
         short = [c for c in range(len(classes)) if counts[c] < shot]
@@ -412,8 +406,6 @@ def make_split(y: np.ndarray, seed: int, test_fraction: float, val_fraction: flo
 
 
 def save_splits(path: Path, splits: list[Split]) -> None:
-    from seba.runtime import atomic_path
-
     arrays = {"seeds": np.asarray([s.seed for s in splits], dtype=np.int64)}
     for s in splits:
         arrays[f"seed{s.seed}_train"] = s.train

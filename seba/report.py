@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from seba.errors import DataError
 from seba.evaluate import ENSEMBLE, summarise
 from seba.runtime import atomic_path
 
@@ -127,8 +128,6 @@ def figure(table: pd.DataFrame, path: Path) -> None:
 
 def check_same_episodes(seba: pd.DataFrame, other: pd.DataFrame, method: str, dataset: str) -> None:
     """Every baseline must have been scored on SeBA's support sets: compare the fingerprints."""
-    from seba.errors import DataError
-
     keys = ["seed", "shot", "episode"]
     if "support_hash" not in seba.columns or "support_hash" not in other.columns:
         raise DataError(f"dataset '{dataset}': episode files without support fingerprints (written by an older "
@@ -221,3 +220,35 @@ def rank_figure(table: pd.DataFrame, path: Path) -> None:
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
+
+
+MISS_MARGIN = 2.0  # a cell "misses" the paper when the ensemble is more than this many points under it
+
+
+def headline_markdown(table: pd.DataFrame) -> str:
+    """The README's results block from a results table (``reports/results.csv``): the ensemble per
+    dataset × shot with the paper's value in brackets (misses in bold) and a summary line."""
+    ens = table[table["member"] == ENSEMBLE].copy()
+    shots = sorted(ens["shot"].unique())
+    lines = ["| dataset | " + " | ".join(f"{s}-shot" for s in shots) + " |", "|---" * (len(shots) + 1) + "|"]
+    for name, group in ens.groupby("dataset", sort=True):
+        cells = []
+        for shot in shots:
+            row = group[group["shot"] == shot].iloc[0]
+            value = f"{row.accuracy:.2f}"
+            if pd.notna(row.paper) and row.accuracy < row.paper - MISS_MARGIN:
+                value = f"**{value}**"
+            cells.append(value if pd.isna(row.paper) else f"{value} ({row.paper:.2f})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    scored = ens.dropna(subset=["paper"])
+    diff = scored["accuracy"] - scored["paper"]
+    within = int((diff >= -MISS_MARGIN).sum())
+    seeds, episodes = int(ens["seeds"].iloc[0]), int(ens["episodes"].iloc[0]) // int(ens["seeds"].iloc[0])
+    means = " / ".join(f"{ens[ens['shot'] == s]['accuracy'].mean():.2f}" for s in shots)
+    paper_means = " / ".join(f"{scored[scored['shot'] == s]['paper'].mean():.2f}" for s in shots)
+    lines += ["", f"Ensemble accuracy (%), mean over {seeds} seed{'s' if seeds > 1 else ''} × {episodes} episodes; "
+              f"the paper's value in brackets, bold where more than {MISS_MARGIN:g} points under it. "
+              f"{within} of {len(scored)} cells within {MISS_MARGIN:g} points of the paper or above; "
+              f"mean |difference| {diff.abs().mean():.2f}, mean difference {diff.mean():+.2f}; "
+              f"means over the datasets {means} (paper {paper_means})."]
+    return "\n".join(lines) + "\n"

@@ -78,9 +78,9 @@ def native_bf16(device) -> bool:
 def resolve_precision(name: str, device) -> str:
     """``pretrain.precision``: auto -> bf16 on a CPU with native bf16 (1.5-1.65x faster per
     step on this project's CPU), fp32 elsewhere. On CUDA too: these models are too small for
-    bf16 to pay there, its casts add kernels, and on an H100 a bf16 step took 1.07-2.2x as
-    long as an fp32 one in 11 of 12 measured pairs (benchmarks/speed.py --device cuda,
-    reports/benchmarks.md). ``tf32`` (fp32 weights, TensorFloat-32 products) is a CUDA mode:
+    bf16 to pay there, its casts add kernels, and on an H100 a bf16 step took 1.06-2.23x as
+    long as an fp32 one in 11 of 12 measured pairs (benchmarks/speed.py --device cuda;
+    docs/performance.md). ``tf32`` (fp32 weights, TensorFloat-32 products) is a CUDA mode:
     elsewhere it is fp32."""
     if name == "auto":
         return "bf16" if device.type == "cpu" and native_bf16(device) else "fp32"

@@ -16,7 +16,9 @@ from pathlib import Path
 import pandas as pd
 
 from seba.config import load_params
+from seba.data import check_shots, load_local_table, load_snapshot, make_split
 from seba.errors import ConfigError, DataError
+from seba.runtime import repo_root
 
 
 def _labels(name: str, params, root: Path):
@@ -27,13 +29,9 @@ def _labels(name: str, params, root: Path):
         frame = pd.read_parquet(raw, columns=["class"])
         where = str(raw.relative_to(root))
     elif source.is_local:
-        from seba.data import load_local_table
-
         frame, _ = load_local_table(name, source, root)
         where = source.path
     else:
-        from seba.data import load_snapshot
-
         try:
             frame, _ = load_snapshot(source.openml_id, root / "data" / "snapshot")
         except DataError:
@@ -49,7 +47,6 @@ def validate(root: Path) -> list[str]:
         params = load_params(root / "params.yaml")
     except ConfigError as exc:
         return [str(exc)]
-    from seba.data import check_shots, make_split
 
     problems = []
     for name in params.datasets:
@@ -72,8 +69,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, default=None, help="repository root (default: found from here)")
     args = parser.parse_args(argv)
-    from seba.runtime import repo_root
-
     root = args.root or repo_root()
     problems = validate(root)
     for problem in problems:

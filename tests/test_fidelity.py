@@ -2,7 +2,7 @@
 accuracy floors measured when this test was written (with margin), and above what the same
 encoders reach untrained.
 
-Measured on 2026-11-22 (2-core CPU, fp32, seed 0, ratios 0.3 + 0.5, 15 epochs, 20 episodes):
+Measured on the 2-core CPU (fp32, seed 0, ratios 0.3 + 0.5, 15 epochs, 20 episodes):
 ensemble 1-shot 67.13, 5-shot 83.92; untrained encoders 56.10 / 76.99. The floors sit about four
 points under the trained figures and well over the untrained ones, so a broken mask, view,
 loss, scaling or classifier fails the test, while another CPU's rounding does not.

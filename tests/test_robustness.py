@@ -181,7 +181,7 @@ PARAMS_CASES = [
     ("non-integer OpenML id", set_key("sources.diabetes", {"openml_id": "37a"}),
      ["'sources.diabetes.openml_id' must be an integer"]),
     ("dataset's own pretrain value unknown", set_key("sources.diabetes", {"openml_id": 37, "pretrain": {"precision": "fp16"}}),
-     ["'sources.diabetes.pretrain.precision' is 'fp16'", "allowed: fp32, bf16, auto"]),
+     ["'sources.diabetes.pretrain.precision' is 'fp16'", "allowed: fp32, bf16, tf32, auto"]),
 ]
 
 

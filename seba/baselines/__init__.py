@@ -13,7 +13,7 @@ its DVC stage depends on: editing one method reruns only that method's stages.
 Add a method: write ``seba/baselines/<name>.py`` with a subclass of ``Method`` that has ``name``
 (its params section and stage name) and ``paper_name`` (its row in paper_results.csv, or None),
 registered with ``@register``; list the module in ``MODULES`` below and add its config dataclass
-to ``seba.config.BASELINE_SECTIONS``. See README, "Adding a method".
+to ``seba.config.BASELINE_SECTIONS``. See docs/adding-a-method.md.
 """
 
 from __future__ import annotations
@@ -22,6 +22,11 @@ import importlib
 
 import numpy as np
 import torch
+
+from seba.errors import TrainingDiverged
+from seba.evaluate import head_scores
+from seba.training import EarlyStopping
+from seba.runtime import derive_seed
 
 METHODS: dict[str, type["Method"]] = {}
 
@@ -65,9 +70,6 @@ class RepresentationMethod(Method):
         return torch.cat([self.encoder(X[i:i + 8192]) for i in range(0, len(X), 8192)]).float()
 
     def scores(self, x_test, support, support_labels, n_classes, shot):
-        from seba.evaluate import head_scores
-        from seba.runtime import derive_seed
-
         [(scores, _)] = head_scores([self.encode(x_test)[None]], [torch.as_tensor(support, device=self.device)],
                                     torch.as_tensor(support_labels, device=self.device), n_classes, shot,
                                     self.evaluate_cfg, [derive_seed(self.seed, shot, "probe", self.name)])
@@ -77,15 +79,12 @@ class RepresentationMethod(Method):
 def train_with_early_stopping(modules: list[torch.nn.Module], batch_loss, n_train: int, val_loss, cfg,
                               generator: torch.Generator, label: str) -> dict:
     """Adam over shuffled minibatches; after every epoch ``val_loss()`` decides early stopping
-    with SeBA's rule (``seba.pretrain.EarlyStopping``); the weights of the lowest validation loss
+    with SeBA's rule (``seba.training.EarlyStopping``); the weights of the lowest validation loss
     are restored. ``batch_loss(index)`` returns the loss of one minibatch. ``cfg.max_epochs`` caps
     the epochs and, if ``cfg`` has it, ``max_steps`` caps the optimiser steps (rounded up to whole
     epochs)."""
     import copy
     import math
-
-    from seba.errors import TrainingDiverged
-    from seba.pretrain import EarlyStopping
 
     params = [p for m in modules for p in m.parameters()]
     optimiser = torch.optim.Adam(params, lr=cfg.lr)

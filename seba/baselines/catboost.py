@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from seba.baselines import Method, register
+from seba.runtime import derive_seed
 
 
 @register
@@ -19,8 +20,6 @@ class CatBoost(Method):
 
     def scores(self, x_test, support, support_labels, n_classes, shot):
         from catboost import CatBoostClassifier
-
-        from seba.runtime import derive_seed
 
         cfg = self.cfg
         threads = max(1, torch.get_num_threads())

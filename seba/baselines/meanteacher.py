@@ -16,6 +16,7 @@ import torch
 
 from seba.baselines import register
 from seba.baselines.pseudolabel import EpisodeMLPMethod, Params, mlp_forward, train_stacked, unlabeled_batches
+from seba.runtime import derive_seed, resolve_precision
 
 
 def sigmoid_rampup(t: float, length: float) -> float:
@@ -49,8 +50,6 @@ def train_meanteacher(student: Params, x_support: torch.Tensor, labels: torch.Te
     between the student's and the teacher's softmax outputs (no gradient into the teacher);
     w(t) = consistency * sigmoid ramp-up. After each Adam step the teacher becomes the EMA of
     the student. ``observe(t, student, teacher)`` runs after each update (tests)."""
-    from seba.runtime import resolve_precision
-
     teacher = [p.detach().clone() for p in student]
     bf16 = resolve_precision(cfg.precision, x_unlabeled.device) == "bf16"
     next_batch = unlabeled_batches(len(x_unlabeled), cfg.batch_size, batch_seed)
@@ -98,8 +97,6 @@ class MeanTeacher(EpisodeMLPMethod):
     paper_name = "MeanT"
 
     def train(self, params, x_support, labels, shot):
-        from seba.runtime import derive_seed
-
         return train_meanteacher(params, x_support, labels, self.x_unlabeled, self.cfg,
                                  derive_seed(self.seed, self.name, shot, "unlabeled"),
                                  derive_seed(self.seed, self.name, shot, "noise"), f"meanteacher seed {self.seed}")

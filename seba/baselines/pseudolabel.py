@@ -21,6 +21,8 @@ import numpy as np
 import torch
 
 from seba.baselines import Method, register
+from seba.errors import TrainingDiverged
+from seba.runtime import derive_seed, resolve_precision
 
 Params = list[torch.Tensor]  # [w1 [D, E, H], b1 [E, 1, H], w2 [E, H, C], b2 [E, 1, C]]
 
@@ -84,8 +86,6 @@ def train_stacked(params: Params, step_loss: Callable[[int], torch.Tensor], step
     """``steps`` Adam steps (L2 ``weight_decay`` as in ``torch.optim.Adam``) on the stacked
     parameters; ``step_loss(t)`` returns the SUM over episodes of the per-episode losses at step
     ``t`` (0-based); ``after_step(t)`` runs after each update (e.g. the mean teacher's EMA)."""
-    from seba.errors import TrainingDiverged
-
     optimiser = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=True)  # still element-wise
     for t in range(steps):
         loss = step_loss(t)
@@ -99,8 +99,6 @@ def train_stacked(params: Params, step_loss: Callable[[int], torch.Tensor], step
 
 
 def episode_seeds(seed: int, name: str, shot: int, episodes: range) -> list[int]:
-    from seba.runtime import derive_seed
-
     return [derive_seed(seed, name, shot, "init", e) for e in episodes]
 
 
@@ -139,8 +137,6 @@ def train_pseudolabel(params: Params, x_support: torch.Tensor, labels: torch.Ten
     draws a shared unlabeled minibatch, pseudo-labels it with the argmax of each network's current
     predictions (recomputed at every update, as in Lee) and weights that term by alpha(t).
     ``observe(t, params)`` runs after each update (tests)."""
-    from seba.runtime import resolve_precision
-
     bf16 = resolve_precision(cfg.precision, x_unlabeled.device) == "bf16"
     next_batch = unlabeled_batches(len(x_unlabeled), cfg.batch_size, batch_seed)
     n_support = x_support.shape[1]
@@ -168,8 +164,6 @@ class EpisodeMLPMethod(Method):
         raise NotImplementedError
 
     def scores(self, x_test, support, support_labels, n_classes, shot):
-        from seba.runtime import resolve_precision
-
         X = torch.as_tensor(np.ascontiguousarray(x_test), dtype=torch.float32, device=self.device)
         sup = torch.as_tensor(support, device=self.device)
         labels = torch.as_tensor(support_labels, device=self.device)
@@ -194,8 +188,6 @@ class PseudoLabel(EpisodeMLPMethod):
     paper_name = "PseudoL"
 
     def train(self, params, x_support, labels, shot):
-        from seba.runtime import derive_seed
-
         train_pseudolabel(params, x_support, labels, self.x_unlabeled, self.cfg,
                           derive_seed(self.seed, self.name, shot, "unlabeled"), f"pseudolabel seed {self.seed}")
         return params

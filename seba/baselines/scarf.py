@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 
 from seba.baselines import RepresentationMethod, register, train_with_early_stopping
+from seba.model import Encoder
+from seba.runtime import derive_seed, resolve_precision
 
 
 @register
@@ -19,9 +21,6 @@ class SCARF(RepresentationMethod):
     paper_name = "Scarf"
 
     def fit(self, x_train, x_val, groups):
-        from seba.model import Encoder
-        from seba.runtime import derive_seed, resolve_precision
-
         cfg = self.cfg
         d = x_train.shape[1]
         with torch.random.fork_rng(devices=[]):

@@ -9,6 +9,10 @@ import numpy as np
 import torch
 
 from seba.baselines import RepresentationMethod, register
+from seba.errors import ConfigError, TrainingDiverged
+from seba.model import Encoder
+from seba.training import EarlyStopping
+from seba.runtime import derive_seed, resolve_precision
 
 VAL_KMEANS_ITERATIONS = 100  # the pseudo-validation labels are computed once: iterate longer (scikit-learn: <= 300)
 
@@ -106,8 +110,6 @@ def task_pool(table: torch.Tensor, groups: torch.Tensor, n_groups: int, cfg, gen
     ``batch`` subsets at a time. A subset with a cluster smaller than shots + queries is dropped
     and another drawn (STUNT's rule). Returns (column masks [P, D], rows [P, m], labels [P, m],
     dropped count); with ``column_masks`` [P, D] given, those subsets are labelled, none dropped."""
-    from seba.errors import TrainingDiverged
-
     if column_masks is not None:
         size = len(column_masks)
     n = len(table)
@@ -210,11 +212,6 @@ class STUNT(RepresentationMethod):
     paper_name = "STUNT"
 
     def fit(self, x_train, x_val, groups):
-        from seba.errors import ConfigError, TrainingDiverged
-        from seba.model import Encoder
-        from seba.pretrain import EarlyStopping
-        from seba.runtime import derive_seed, resolve_precision
-
         cfg = self.cfg
         d = x_train.shape[1]
         with torch.random.fork_rng(devices=[]):

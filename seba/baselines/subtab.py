@@ -8,6 +8,9 @@ import numpy as np
 import torch
 
 from seba.baselines import RepresentationMethod, register, train_with_early_stopping
+from seba.errors import ConfigError, TrainingDiverged
+from seba.model import Encoder
+from seba.runtime import derive_seed, resolve_precision
 
 
 def subtab_subsets(groups: np.ndarray, n_subsets: int, overlap: float) -> np.ndarray:
@@ -82,10 +85,6 @@ class SubTab(RepresentationMethod):
     paper_name = "SubTab"
 
     def fit(self, x_train, x_val, groups):
-        from seba.errors import ConfigError, TrainingDiverged
-        from seba.model import Encoder
-        from seba.runtime import derive_seed, resolve_precision
-
         cfg = self.cfg
         if cfg.contrastive_weight < 0 or cfg.distance_weight < 0 or cfg.noise_level < 0:
             raise ConfigError("params.yaml: 'baselines.subtab' loss weights and noise_level must be >= 0")

@@ -5,6 +5,9 @@ from __future__ import annotations
 import torch
 
 from seba.baselines import RepresentationMethod, register, train_with_early_stopping
+from seba.errors import TrainingDiverged
+from seba.model import Encoder
+from seba.runtime import derive_seed, resolve_precision
 
 
 def vime_corrupt(x: torch.Tensor, groups: torch.Tensor, n_groups: int, p_m: float,
@@ -37,10 +40,6 @@ class VIME(RepresentationMethod):
     paper_name = "VIME"
 
     def fit(self, x_train, x_val, groups):
-        from seba.errors import TrainingDiverged
-        from seba.model import Encoder
-        from seba.runtime import derive_seed, resolve_precision
-
         cfg = self.cfg
         d = x_train.shape[1]
         with torch.random.fork_rng(devices=[]):

@@ -1,0 +1,191 @@
+"""Each stage's `deps` in dvc.yaml lists exactly the `seba` modules the stage really imports.
+
+The imports are read from the code (ast), transitively from the stage script. This only works if
+every import of a `seba` module is at module level, where it runs when the module is imported: an
+import hidden inside a function would escape it (and DVC would not rerun the stage when that
+module changes), so such imports are refused. Third-party imports may stay inside functions.
+
+Two places need a rule beyond reading imports:
+- `seba/baselines/__init__.py` imports every method module through ``importlib`` (its registry).
+  The `baseline` matrix stage runs one method, so it depends on the interface and on
+  ``seba/baselines/${item.method}.py`` with what that module imports; a module some method imports
+  besides its own (Mean Teacher builds on Pseudo-label's stacked MLPs) is listed for every method,
+  since DVC's matrix cannot give one method an extra dependency.
+- a directory dep (`seba/baselines` for `aggregate`, which loads the whole registry) stands for
+  every module in it, and the stage depends on what each of them imports.
+`seba/__init__.py` (run by every import of the package) is left out of the deps; it must hold only
+the package docstring and its version.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_INIT = "seba/__init__.py"
+METHOD_DEP = "seba/baselines/${item.method}.py"
+
+
+def module_file(name: str) -> str | None:
+    """'seba.x.y' -> 'seba/x/y.py' or 'seba/x/y/__init__.py' (None if neither exists)."""
+    base = Path(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if (ROOT / candidate).is_file():
+            return candidate.as_posix()
+    return None
+
+
+def _package_of(path: str) -> str:
+    parts = Path(path).with_suffix("").parts
+    return ".".join(parts[:-1])
+
+
+def seba_imports(path: str) -> tuple[set[str], list[str]]:
+    """The seba module files `path` imports at module level (with the packages they run), and a
+    description of each seba import found inside a function."""
+    tree = ast.parse((ROOT / path).read_text(), filename=path)
+    found: set[str] = set()
+    hidden: list[str] = []
+
+    def names(node) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [a.name for a in node.names]
+        base = node.module or ""
+        if node.level:  # relative: resolve against the importing module's package
+            package = _package_of(path).split(".")
+            package = package[:len(package) - node.level + 1]
+            base = ".".join(package + ([node.module] if node.module else []))
+        out = [base]
+        out += [f"{base}.{a.name}" for a in node.names if module_file(f"{base}.{a.name}")]  # from pkg import module
+        return out
+
+    def visit(node, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                mods = [m for m in names(child) if m == "seba" or m.startswith("seba.")]
+                if mods and in_function:
+                    hidden.append(f"{path}:{child.lineno} imports {', '.join(mods)} inside a function")
+                elif mods:
+                    for mod in mods:
+                        parts = mod.split(".")
+                        for i in range(2, len(parts) + 1):  # the subpackages it runs on the way
+                            file = module_file(".".join(parts[:i]))
+                            if file:
+                                found.add(file)
+            visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(tree, False)
+    return found, hidden
+
+
+def closure(entries: set[str]) -> set[str]:
+    """Every seba module file reachable from `entries` through module-level imports."""
+    seen: set[str] = set()
+    todo = list(entries)
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        todo.extend(seba_imports(path)[0] - seen)
+    return {p for p in seen if p.startswith("seba/")}
+
+
+def baseline_modules() -> list[str]:
+    return sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "seba" / "baselines").glob("*.py")
+                  if p.name != "__init__.py")
+
+
+def expand(dep: str) -> set[str]:
+    """A dep as the seba module files it covers (a directory: every module in it)."""
+    if (ROOT / dep).is_dir():
+        return {p.relative_to(ROOT).as_posix() for p in (ROOT / dep).rglob("*.py") if "__pycache__" not in p.parts}
+    return {dep}
+
+
+def stages() -> dict[str, dict]:
+    """Stage name -> {'cmd': ..., 'deps': [...]} with the foreach / matrix body unwrapped."""
+    spec = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    return {name: body.get("do", body) for name, body in spec.items()}
+
+
+def script_of(stage: dict) -> str:
+    match = re.match(r"python (\S+\.py)", stage["cmd"])
+    assert match, f"stage command does not run a python script: {stage['cmd']}"
+    return match.group(1)
+
+
+def stage_ids():
+    return sorted(stages())
+
+
+@pytest.mark.parametrize("name", stage_ids())
+def test_stage_deps_are_exactly_its_seba_imports(name):
+    stage = stages()[name]
+    script = script_of(stage)
+    deps = [str(d) for d in stage["deps"]]
+    assert script in deps, f"stage '{name}': its script {script} is not in its deps"
+    seba_deps = [d for d in deps if d.startswith("seba")]
+    listed: set[str] = set()
+    entries = {script}
+    for dep in seba_deps:
+        if dep == METHOD_DEP:
+            continue
+        assert (ROOT / dep).exists(), f"stage '{name}': dep {dep} does not exist"
+        covered = expand(dep)
+        listed |= covered
+        if (ROOT / dep).is_dir():
+            entries |= covered  # the stage loads every module of the directory
+    if METHOD_DEP in seba_deps:  # the baseline matrix: one method per instance
+        shared = closure(entries)
+        needed_besides_own: set[str] = set()
+        for module in baseline_modules():
+            needs = shared | closure({module})
+            missing = needs - listed - {module}
+            assert not missing, (f"stage '{name}' for method {Path(module).stem}: dvc.yaml deps lack "
+                                 f"{sorted(missing)}")
+            needed_besides_own |= needs - {module}
+        extra = listed - needed_besides_own
+        assert not extra, f"stage '{name}': dvc.yaml lists modules no method imports: {sorted(extra)}"
+        return
+    needed = closure(entries) - {PACKAGE_INIT}
+    assert listed == needed, (f"stage '{name}': dvc.yaml deps lack {sorted(needed - listed)}, "
+                              f"and list modules it does not import: {sorted(listed - needed)}")
+
+
+def test_no_seba_import_inside_a_function():
+    files = sorted(p.relative_to(ROOT).as_posix() for folder in ("seba", "stages")
+                   for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts)
+    hidden = [h for f in files for h in seba_imports(f)[1]]
+    assert not hidden, "seba imports must be at module level:\n" + "\n".join(hidden)
+
+
+def test_package_init_holds_only_docstring_and_version():
+    tree = ast.parse((ROOT / PACKAGE_INIT).read_text())
+    body = tree.body[1:] if ast.get_docstring(tree) else tree.body
+    assert all(isinstance(n, ast.Assign) and [t.id for t in n.targets if isinstance(t, ast.Name)] == ["__version__"]
+               for n in body), "seba/__init__.py runs in every stage but is not a dep: keep it to the docstring and version"
+
+
+def test_the_checker_sees_hidden_and_missing_imports(tmp_path, monkeypatch):
+    """The rules above on a hand-made package: a function-level import is reported, and the
+    closure follows module-level imports through a subpackage."""
+    root = tmp_path
+    (root / "seba" / "sub").mkdir(parents=True)
+    (root / "seba" / "__init__.py").write_text('"""doc"""\n__version__ = "0"\n')
+    (root / "seba" / "a.py").write_text("import os\nfrom seba.sub import b\n\ndef f():\n    from seba import c\n")
+    (root / "seba" / "sub" / "__init__.py").write_text("")
+    (root / "seba" / "sub" / "b.py").write_text("from . import d\n")
+    (root / "seba" / "sub" / "d.py").write_text("import json\n")
+    (root / "seba" / "c.py").write_text("")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", root)
+    found, hidden = seba_imports("seba/a.py")
+    assert found == {"seba/sub/__init__.py", "seba/sub/b.py"}
+    assert hidden == ["seba/a.py:5 imports seba, seba.c inside a function"]
+    assert closure({"seba/a.py"}) == {"seba/a.py", "seba/sub/__init__.py", "seba/sub/b.py", "seba/sub/d.py"}
