@@ -14,8 +14,9 @@ Prints:
    path of the pipeline before seeds were stacked, ``--baseline-rev`` extracted from git, or
    ``--baseline-code`` a directory holding its ``seba`` package) training the seeds one at a
    time, against this tree training them one at a time and as one stack. Each run is its own
-   process (run alternately, ``--repeats`` times); printed: wall seconds (median), the ratios,
-   and whether every seed's stop epoch and validation losses equal the baseline's.
+   process (run alternately, ``--repeats`` times); printed: wall seconds and process CPU seconds
+   (medians; on a busy machine CPU time is the steadier figure), the ratios, and whether every
+   seed's stop epoch and validation losses equal the baseline's.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def worker(args) -> None:
     device = torch.device(job["device"])
     if device.type == "cuda":
         torch.cuda.synchronize()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     if args.worker_mode == "stacked":
         results = pretrain.pretrain_stack([pretrain.SeedData(x, v, s) for x, v, s in data], table.groups,
                                           job["ratio"], cfg, device)
@@ -70,9 +71,9 @@ def worker(args) -> None:
         results = [pretrain.pretrain_encoder(x, v, table.groups, job["ratio"], s, cfg, device) for x, v, s in data]
     if device.type == "cuda":
         torch.cuda.synchronize()
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     first = next(iter(results[0].encoder_state.values()))
-    print(json.dumps({"seconds": seconds, "stop_epochs": [r.stop_epoch for r in results],
+    print(json.dumps({"seconds": seconds, "cpu_seconds": cpu_seconds, "stop_epochs": [r.stop_epoch for r in results],
                       "val_loss": [r.val_loss for r in results],
                       "checksum": float(np.sum([float(t.double().sum()) for r in results
                                                 for t in r.encoder_state.values()])),
@@ -120,12 +121,16 @@ def step_section(args, params) -> None:
             with matmul_precision(precision):
                 step, batch, d, _ = speed.training_step(table, split, params, "fp32" if precision == "tf32" else precision,
                                                         graph=args.device == "cuda", stack=stack)
-                seconds = speed.timed(step, repeats=10 if stack > 10 else 20, warmup=3)
+                repeats = 10 if stack > 10 else 20
+                cpu_start = time.process_time()
+                seconds = speed.timed(step, repeats=repeats, warmup=3)
+                cpu = (time.process_time() - cpu_start) / (repeats + 3)
             per_model = seconds / stack
             first = first or per_model
             print(f"  {args.dataset} D={d} B={batch} {precision}: stack {stack:4d}: {seconds * 1e3:8.2f} ms/step, "
                   f"{per_model * 1e3:7.3f} ms per model-step ({first / per_model:5.2f}x the model-steps per "
-                  f"second of a stack of one)", flush=True)
+                  f"second of a stack of one)" + (f"; process CPU time {cpu / stack * 1e3:7.3f} ms per model-step"
+                                                  if args.device == "cpu" else ""), flush=True)
 
 
 def main() -> None:
@@ -173,19 +178,23 @@ def main() -> None:
           f"{f', at most {args.max_epochs} epochs' if args.max_epochs else ''} ({args.repeats} alternating runs each; "
           f"baseline: {args.baseline_code or args.baseline_rev})")
     times = {name: [] for name in runs}
+    cpu = {name: [] for name in runs}
     outputs = {}
     for _ in range(args.repeats):
         for name, (code, mode) in runs.items():
             outputs[name] = run_worker(code, mode, job)
             times[name].append(outputs[name]["seconds"])
+            cpu[name].append(outputs[name]["cpu_seconds"])
     reference = outputs["baseline, one at a time"]
     base = statistics.median(times["baseline, one at a time"])
+    base_cpu = statistics.median(cpu["baseline, one at a time"])
     print(f"  {reference['rows']} training rows; stop epochs {reference['stop_epochs']}")
     for name in runs:
-        out, seconds = outputs[name], statistics.median(times[name])
+        out, seconds, cpu_seconds = outputs[name], statistics.median(times[name]), statistics.median(cpu[name])
         same = out["stop_epochs"] == reference["stop_epochs"] and out["val_loss"] == reference["val_loss"]
-        print(f"  {name:26s}: {seconds:8.2f} s (runs: {', '.join(f'{t:.2f}' for t in times[name])}), "
-              f"{base / seconds:5.2f}x the baseline's speed; stop epochs and validation losses "
+        print(f"  {name:26s}: {seconds:8.2f} s wall (runs: {', '.join(f'{t:.2f}' for t in times[name])}), "
+              f"{cpu_seconds:8.2f} s process CPU time; {base / seconds:5.2f}x the baseline's wall speed, "
+              f"{base_cpu / cpu_seconds:5.2f}x its CPU-time speed; stop epochs and validation losses "
               f"{'equal' if same else 'DIFFER from'} the baseline's"
               + ("" if out["checksum"] == reference["checksum"] else " (weights differ)"))
 
