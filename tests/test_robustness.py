@@ -149,7 +149,7 @@ PARAMS_CASES = [
     ("negative seed", set_key("seeds", [-1]), ["'seeds' must be >= 0"]),
     ("unknown imputation", set_key("pretrain.fill", "mean"), ["'pretrain.fill'", "allowed: zero, marginal"]),
     ("unknown device", set_key("pretrain.device", "tpu"), ["'pretrain.device'", "allowed: auto, cpu, cuda"]),
-    ("unknown precision", set_key("pretrain.precision", "fp16"), ["'pretrain.precision'", "fp32, bf16, auto"]),
+    ("unknown precision", set_key("pretrain.precision", "fp16"), ["'pretrain.precision'", "fp32, bf16, tf32, auto"]),
     ("min_delta out of range", set_key("pretrain.min_delta", 2), ["'pretrain.min_delta'", "[0, 1)"]),
     ("negative step cap", set_key("pretrain.max_steps", -5), ["'pretrain.max_steps'", "integer >= 0"]),
     ("fractional workers", set_key("pretrain.workers", 1.5), ["'pretrain.workers'", "must be an integer"]),
