@@ -181,6 +181,24 @@ PARAMS_CASES = [
      ["'baselines.stunt.head' is 'euclid'", "allowed: protonet, seba"]),
     ("non-integer OpenML id", set_key("sources.diabetes", {"openml_id": "37a"}),
      ["'sources.diabetes.openml_id' must be an integer"]),
+    ("unknown thousands separator", add_dataset("mine", {"path": "data/local/good.csv", "target": "label",
+                                                         "thousands": ";"}),
+     ["'sources.mine.thousands' is ';'", "allowed: ',', '.', ' ', \"'\" or null"]),
+    ("unknown decimal mark", add_dataset("mine", {"path": "data/local/good.csv", "target": "label", "decimal": "·"}),
+     ["'sources.mine.decimal' is '·'", "allowed: '.', ','"]),
+    ("thousands separator equal to the decimal mark", add_dataset(
+        "mine", {"path": "data/local/good.csv", "target": "label", "thousands": ",", "decimal": ","}),
+     ["'sources.mine.thousands' and 'sources.mine.decimal' are both ','"]),
+    ("a column declared numeric and categorical", add_dataset(
+        "mine", {"path": "data/local/good.csv", "target": "label", "numeric": ["age"], "categorical": ["age"]}),
+     ["'sources.mine.numeric' and 'sources.mine.categorical' both list ['age']"]),
+    ("numeric is not a list", add_dataset("mine", {"path": "data/local/good.csv", "target": "label", "numeric": "age"}),
+     ["'sources.mine.numeric' must be a list of column names"]),
+    ("near miss of a source option", add_dataset("mine", {"path": "data/local/good.csv", "target": "label",
+                                                          "thousand": ","}),
+     ["unknown key 'sources.mine.thousand' (did you mean 'thousands'?)"]),
+    ("source option on an OpenML table", set_key("sources.diabetes", {"openml_id": 37, "decimal": ","}),
+     ["'sources.diabetes.decimal' applies only to local tables"]),
     ("dataset's own pretrain value unknown", set_key("sources.diabetes", {"openml_id": 37, "pretrain": {"precision": "fp16"}}),
      ["'sources.diabetes.pretrain.precision' is 'fp16'", "allowed: fp32, bf16, auto"]),
 ]
@@ -247,6 +265,8 @@ LOCAL_CASES = [
      {"path": "data/local/bad.csv", "target": "label"}, ["10-shot", "class 'z' of dataset 'mine'"]),
     ("categorical override names no column", None,
      {"path": "data/local/good.csv", "target": "label", "categorical": ["town"]}, ["'categorical'", "town"]),
+    ("numeric override names no column", None, {"path": "data/local/good.csv", "target": "label", "numeric": ["height"]},
+     ["'numeric' names column(s) not in the file: ['height']"]),
     ("only the target", pd.DataFrame({"label": ["x", "y"] * 10}), {"path": "data/local/bad.csv", "target": "label"},
      ["no feature columns"]),
 ]
