@@ -1,4 +1,6 @@
-"""Data: OpenML and offline-snapshot sources, type-aware encoding, stratified splits, scaling.
+"""Data: OpenML and offline-snapshot sources, the user's own tables (column types inferred by
+fixed, reported rules: docs/own-table.md), type-aware encoding and its schema report, stratified
+splits, scaling.
 
 The raw table format shared by every source: one row per instance, the label in ``class``
 (pandas category), nominal features as pandas categories (in the order the source declares
@@ -155,6 +157,19 @@ def _describe(name: str, frame: pd.DataFrame, info: dict, openml_id: int | None)
     return frame, info
 
 
+def check_raw_table(name: str, frame: pd.DataFrame) -> None:
+    if LABEL not in frame.columns:
+        raise DataError(f"dataset '{name}': no '{LABEL}' column")
+    if frame.shape[1] < 2:
+        raise DataError(f"dataset '{name}': no feature columns")
+    if frame[LABEL].nunique() < 2:
+        raise DataError(f"dataset '{name}': the target has fewer than two classes")
+    counts = frame[LABEL].value_counts()
+    if counts.min() < 3:
+        raise DataError(f"dataset '{name}': class '{counts.idxmin()}' has {int(counts.min())} row(s); a stratified "
+                        f"train / validation / test split needs at least 3 per class")
+
+
 # --------------------------------------------------------------------------- your own table
 
 # Cells read as missing in every column of a local table: the tokens pandas reads as missing by
@@ -258,7 +273,7 @@ def _read_local(path: Path, where: str) -> pd.DataFrame:
                 frame.columns = [h.strip() or f"Unnamed: {i}" for i, h in enumerate(header)]
         else:
             _check_parquet_schema(path, where)
-            frame = pd.read_parquet(path)
+            frame = pd.read_parquet(path).reset_index(drop=True)  # rows are counted from 0 in file order
     except UnicodeDecodeError as exc:
         raise DataError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
                         f"save the file as UTF-8") from None
@@ -334,10 +349,11 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                 if forced is None and present.any():
                     _refuse_foreign_numbers(column, text, source, key, where)
                     if share >= 0.5:
+                        others = text[present & values.isna()].value_counts().to_dict()
                         record["warnings"].append(
                             f"column '{column}' is read as categorical: only {100 * share:.1f}% of its cells are "
-                            f"numbers (other values: {_quote(text[present & values.isna()].value_counts().to_dict())}); "
-                            f"list it in '{key}.numeric' to read it as numbers (the rest become missing)")
+                            f"numbers (other values: {_quote(others)}); list it in '{key}.numeric' to read it as "
+                            f"numbers (the rest become missing)")
         if kind == "categorical":
             values = text
     record["kind"] = kind
@@ -375,6 +391,8 @@ def _refuse_foreign_numbers(column: str, text: pd.Series, source, key: str, wher
     """A text column that is numbers written with a thousands separator or a decimal comma (which
     the source's settings do not read) is an error naming the setting that reads it."""
     written = text.dropna()
+    if written.str.contains(r"\d", regex=True).mean() < NUMERIC_SHARE:
+        return  # not numbers in any convention (the common case: names, codes with letters)
     fits = []
     for thousands, decimal in _CONVENTIONS:
         if thousands is not None and not written.str.contains(thousands, regex=False).any():
@@ -415,9 +433,9 @@ def _finite_numbers(column: str, values: pd.Series, record: dict) -> pd.Series:
 
 
 def _index_like(column: str, values: pd.Series, kind: str) -> tuple[str, str] | None:
-    """Why a column is a row index rather than a feature (short, long), or None: a header-less column with a
-    distinct value in every row (an index written with the table), or a column of integers that
-    increase strictly from row to row (a row id)."""
+    """Why a column is a row index rather than a feature (short, long), or None: a header-less
+    column with a distinct value in every row (an index written with the table), or a column of
+    integers that increase strictly from row to row (a row id)."""
     complete = values.notna().all()
     if _INDEX_NAME.fullmatch(column) and complete and values.nunique() == len(values):
         return "row index", "a row index written into the file (no header name, a distinct value in every row)"
@@ -498,19 +516,6 @@ def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]
                                             "columns": records})
     return result, {"source": "local", "file": source.path, "sha256": sha256_file(path),
                     "target": source.target, "dropped_rows": unlabeled, "notes": notes, "columns": records}
-
-
-def check_raw_table(name: str, frame: pd.DataFrame) -> None:
-    if LABEL not in frame.columns:
-        raise DataError(f"dataset '{name}': no '{LABEL}' column")
-    if frame.shape[1] < 2:
-        raise DataError(f"dataset '{name}': no feature columns")
-    if frame[LABEL].nunique() < 2:
-        raise DataError(f"dataset '{name}': the target has fewer than two classes")
-    counts = frame[LABEL].value_counts()
-    if counts.min() < 3:
-        raise DataError(f"dataset '{name}': class '{counts.idxmin()}' has {int(counts.min())} row(s); a stratified "
-                        f"train / validation / test split needs at least 3 per class")
 
 
 # --------------------------------------------------------------------------- encoding

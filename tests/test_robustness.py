@@ -259,13 +259,16 @@ LOCAL_CASES = [
     ("malformed csv", b"a,b,label\n1,2,x\n3,4,5,6,y\n7,8,z\n",
      {"path": "data/local/bad.csv", "target": "label"}, ["cannot be read as csv", "Expected 3 fields"]),
     ("empty csv", b"", {"path": "data/local/bad.csv", "target": "label"}, ["cannot be read as csv"]),
-    ("class with too few rows", pd.DataFrame({"a": [i % 7 for i in range(40)], "label": ["x"] * 20 + ["y"] * 18 + ["z"] * 2}),
+    ("class with too few rows",
+     pd.DataFrame({"a": [i % 7 for i in range(40)], "label": ["x"] * 20 + ["y"] * 18 + ["z"] * 2}),
      {"path": "data/local/bad.csv", "target": "label"}, ["class 'z' has 2 row(s)", "at least 3 per class"]),
-    ("class too small for the shot", pd.DataFrame({"a": [i % 7 for i in range(60)], "label": ["x"] * 30 + ["y"] * 24 + ["z"] * 6}),
+    ("class too small for the shot",
+     pd.DataFrame({"a": [i % 7 for i in range(60)], "label": ["x"] * 30 + ["y"] * 24 + ["z"] * 6}),
      {"path": "data/local/bad.csv", "target": "label"}, ["10-shot", "class 'z' of dataset 'mine'"]),
     ("categorical override names no column", None,
      {"path": "data/local/good.csv", "target": "label", "categorical": ["town"]}, ["'categorical'", "town"]),
-    ("numeric override names no column", None, {"path": "data/local/good.csv", "target": "label", "numeric": ["height"]},
+    ("numeric override names no column", None,
+     {"path": "data/local/good.csv", "target": "label", "numeric": ["height"]},
      ["'numeric' names column(s) not in the file: ['height']"]),
     ("only the target", pd.DataFrame({"label": ["x", "y"] * 10}), {"path": "data/local/bad.csv", "target": "label"},
      ["no feature columns"]),
@@ -335,6 +338,14 @@ def test_an_awkward_local_table_is_read_and_encoded(repo, monkeypatch, capsys):
 #
 # A diabetes-sized table whose label is `x1 > 0`: with the quirk in x1, a silent loss of x1 gives
 # chance-level accuracy (50 %); a quirk that is recovered leaves the accuracy of the table without it.
+
+
+@pytest.fixture()
+def no_mlflow(monkeypatch):
+    """Stages without their MLflow runs (creating a fresh store costs seconds; tracking is tested apart)."""
+    from seba.tracking import Tracker
+
+    monkeypatch.setattr(Tracker, "_start", lambda self: None)
 
 
 def signal_table(n: int = 768) -> pd.DataFrame:
@@ -447,7 +458,8 @@ RECOVERABLE_CASES = [
      ("x1", {"kind": "numeric", "missing": 2, "converted_to_missing": {"?": 2}})),
     ("n/a and - cells", x1_cells({3: "n/a", 9: "-"}),
      ["column 'x1': 1 cell(s) marked missing ('n/a' x1)",
-      "WARNING column 'x1' is numeric (99.9% of its cells are numbers): 1 non-numeric cell(s) read as missing ('-' x1)"],
+      "WARNING column 'x1' is numeric (99.9% of its cells are numbers): 1 non-numeric cell(s) read as missing "
+      "('-' x1)"],
      ("x1", {"kind": "numeric", "missing": 2, "converted_to_missing": {"n/a": 1, "-": 1}})),
     ("a few stray words", x1_cells({3: "oops", 4: "oops", 9: "see notes"}),
      ["3 non-numeric cell(s) read as missing ('oops' x2, 'see notes' x1)"],
@@ -456,8 +468,10 @@ RECOVERABLE_CASES = [
      ["column 'x1': 1 value(s) beyond the float32 range (largest magnitude 1e+300 > 3.4e+38) read as missing (row 5)"],
      ("x1", {"kind": "numeric", "missing": 1, "converted_to_missing": {"out of range": 1}})),
     ("thousands separators, read with the option", written(lambda v: f"{v * 1000:,.1f}", thousands=","),
-     ["4 numeric, 0 categorical, 0 dropped", "0 column(s) lost information"], ("x1", {"kind": "numeric", "missing": 0})),
-    ("decimal commas, read with the option", written(lambda v: f"{v:.3f}".replace(".", ","), ("x1", "x2", "x3", "x4"), decimal=","),
+     ["4 numeric, 0 categorical, 0 dropped", "0 column(s) lost information"],
+     ("x1", {"kind": "numeric", "missing": 0})),
+    ("decimal commas, read with the option",
+     written(lambda v: f"{v:.3f}".replace(".", ","), ("x1", "x2", "x3", "x4"), decimal=","),
      ["4 numeric, 0 categorical, 0 dropped"], ("x1", {"kind": "numeric", "missing": 0})),
     ("a pandas index written with the table", with_index,
      ["column 'Unnamed: 0' dropped: a row index written into the file", "'sources.mine.numeric'",
@@ -473,8 +487,8 @@ RECOVERABLE_CASES = [
 
 
 @pytest.mark.parametrize("case, make, fragments, schema", RECOVERABLE_CASES, ids=[c[0] for c in RECOVERABLE_CASES])
-def test_a_recoverable_quirk_is_reported_and_keeps_the_accuracy(repo, monkeypatch, capsys, case, make, fragments,
-                                                                schema):
+def test_a_recoverable_quirk_is_reported_and_keeps_the_accuracy(repo, no_mlflow, monkeypatch, capsys, case, make,
+                                                                fragments, schema):
     clean = clean_accuracy(repo, monkeypatch, capsys)
     assert clean > 65  # the table carries its signal (chance: 50)
     edit_params(repo, add_dataset("mine", make(repo)))
@@ -587,7 +601,8 @@ def test_an_unrecoverable_quirk_is_a_named_error(repo, monkeypatch, capsys, case
     assert not (repo / "data" / "raw" / "mine.parquet").exists()
 
 
-def test_a_mostly_numeric_text_column_is_categorical_with_a_warning_naming_the_override(repo, monkeypatch, capsys):
+def test_a_mostly_numeric_text_column_is_categorical_with_a_warning_naming_the_override(repo, no_mlflow, monkeypatch,
+                                                                                         capsys):
     frame = signal_table()
     frame["x1"] = frame["x1"].astype(object)
     frame.loc[::5, "x1"] = "low"  # 20 % words: categorical as inferred, numeric when the user says so
@@ -595,7 +610,8 @@ def test_a_mostly_numeric_text_column_is_categorical_with_a_warning_naming_the_o
     edit_params(repo, add_dataset("mine", {"path": "data/local/mine.csv", "target": "label"}))
     code, output = run_stage_script("fetch", ["--dataset", "mine"], monkeypatch, capsys)
     assert code == 0, output
-    assert "WARNING column 'x1' is read as categorical: only 79.9% of its cells are numbers (other values: 'low' x154)" in output
+    assert ("WARNING column 'x1' is read as categorical: only 79.9% of its cells are numbers "
+            "(other values: 'low' x154)") in output
     assert "list it in 'sources.mine.numeric'" in output
     assert "column 'x1' has 563 levels > max_categories 50" in output
     edit_params(repo, add_dataset("again", {"path": "data/local/mine.csv", "target": "label", "numeric": ["x1"]}))
@@ -606,7 +622,7 @@ def test_a_mostly_numeric_text_column_is_categorical_with_a_warning_naming_the_o
     assert raw["x1"].dtype == np.float64 and int(raw["x1"].isna().sum()) == 154
 
 
-def test_a_declared_type_keeps_an_id_and_reads_codes_as_levels(repo, monkeypatch, capsys):
+def test_a_declared_type_keeps_an_id_and_reads_codes_as_levels(repo, no_mlflow, monkeypatch, capsys):
     frame = signal_table()
     frame.insert(0, "year", np.arange(1200, 1200 + len(frame)))  # increasing, but a real feature here
     frame.to_csv(repo / "data" / "local" / "mine.csv", index=False)
