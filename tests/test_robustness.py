@@ -275,10 +275,10 @@ LOCAL_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case, content, source, fragments", LOCAL_CASES, ids=[c[0] for c in LOCAL_CASES])
-def test_bad_local_tables_are_named_and_touch_nothing(repo, monkeypatch, capsys, case, content, source, fragments):
-    if content is not None:
-        write_local(repo, "bad.csv", content)
+def assert_named_and_untouched(repo: Path, source: dict, fragments: list[str], monkeypatch, capsys,
+                               fetch_fails: bool = True) -> None:
+    """Dataset 'mine' from ``source``: `seba-validate` and (when ``fetch_fails``) the fetch stage
+    both stop with every fragment in the message, exit 2, no traceback, nothing written."""
     before = prior_outputs(repo)
     edit_params(repo, add_dataset("mine", source))
     code = validate_main(["--root", str(repo)])
@@ -286,13 +286,22 @@ def test_bad_local_tables_are_named_and_touch_nothing(repo, monkeypatch, capsys,
     assert code == 2
     for fragment in fragments:
         assert fragment in message, (fragment, message)
-    if case != "class too small for the shot":  # fetch does not know about shots; split does
+    if fetch_fails:
         code, output = run_stage_script("fetch", ["--dataset", "mine"], monkeypatch, capsys)
         assert code == 2 and "Traceback" not in output
         for fragment in fragments:
             assert fragment in output, (fragment, output)
+        assert not (repo / "data" / "raw" / "mine.parquet").exists()
     assert prior_outputs(repo) == before
-    assert not (repo / "data" / "raw" / "mine.parquet").exists() or case == "class too small for the shot"
+
+
+@pytest.mark.parametrize("case, content, source, fragments", LOCAL_CASES, ids=[c[0] for c in LOCAL_CASES])
+def test_bad_local_tables_are_named_and_touch_nothing(repo, monkeypatch, capsys, case, content, source, fragments):
+    if content is not None:
+        write_local(repo, "bad.csv", content)
+    # fetch does not know about shots; split does
+    assert_named_and_untouched(repo, source, fragments, monkeypatch, capsys,
+                               fetch_fails=case != "class too small for the shot")
 
 
 def test_an_awkward_local_table_is_read_and_encoded(repo, monkeypatch, capsys):
@@ -585,20 +594,7 @@ UNRECOVERABLE_CASES = [
 
 @pytest.mark.parametrize("case, make, fragments", UNRECOVERABLE_CASES, ids=[c[0] for c in UNRECOVERABLE_CASES])
 def test_an_unrecoverable_quirk_is_a_named_error(repo, monkeypatch, capsys, case, make, fragments):
-    source = make(repo)
-    before = prior_outputs(repo)
-    edit_params(repo, add_dataset("mine", source))
-    code = validate_main(["--root", str(repo)])
-    message = capsys.readouterr().err
-    assert code == 2
-    for fragment in fragments:
-        assert fragment in message, (fragment, message)
-    code, output = run_stage_script("fetch", ["--dataset", "mine"], monkeypatch, capsys)
-    assert code == 2 and "Traceback" not in output
-    for fragment in fragments:
-        assert fragment in output, (fragment, output)
-    assert prior_outputs(repo) == before
-    assert not (repo / "data" / "raw" / "mine.parquet").exists()
+    assert_named_and_untouched(repo, make(repo), fragments, monkeypatch, capsys)
 
 
 def test_a_mostly_numeric_text_column_is_categorical_with_a_warning_naming_the_override(repo, no_mlflow, monkeypatch,
