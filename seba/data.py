@@ -402,7 +402,7 @@ def _refuse_foreign_numbers(column: str, text: pd.Series, source, key: str, wher
             fits.append((thousands, decimal))
     if not fits:
         return
-    marks = {t for t, _ in fits if t} | {d for _, d in fits}
+    marks = {t for t, _ in fits if t} | {d for _, d in fits if d != source.decimal}  # what the settings miss
     shown = written[written.map(lambda cell: any(m in cell for m in marks)).astype(bool)]
     example = shown.iloc[0] if len(shown) else written.iloc[0]
     options = " or ".join(", ".join(

@@ -571,7 +571,7 @@ def symlinked_local(repo: Path) -> dict:
 
 UNRECOVERABLE_CASES = [
     ("thousands separators without the option", written(lambda v: f"{v * 1000:,.1f}"),
-     ["column 'x1' holds numbers written like '", "set thousands: ',' in 'sources.mine' to read them",
+     ["column 'x1' holds numbers written like '-2,325.0'", "set thousands: ',' in 'sources.mine' to read them",
       "list 'x1' in 'sources.mine.categorical'"]),
     ("decimal commas without the option", written(lambda v: f"{v:.3f}".replace(".", ","), ("x1", "x2", "x3", "x4")),
      ["column 'x1' holds numbers written like '", "set decimal: ',' in 'sources.mine' to read them"]),
