@@ -28,7 +28,13 @@ class SourceConfig:
     path: str | None = None  # local table, relative to the repository root, under data/local/
     target: str | None = None  # the label column of a local table
     categorical: tuple[str, ...] = ()  # columns to treat as categorical whatever their type
+    numeric: tuple[str, ...] = ()  # columns to read as numbers whatever their cells (the rest: missing)
     max_categories: int = 50  # a categorical with more levels keeps its most frequent ones
+    thousands: str | None = None  # thousands separator in numbers written as text (none: not read)
+    decimal: str = "."  # decimal mark in numbers written as text
+
+    THOUSANDS: ClassVar[tuple[str, ...]] = (",", ".", " ", "'")
+    DECIMALS: ClassVar[tuple[str, ...]] = (".", ",")
     # this dataset's own values for `pretrain` keys (all but `ratios`), over the `pretrain` section
     pretrain: dict[str, Any] = field(default_factory=dict)
 
@@ -422,7 +428,8 @@ def _source(name: str, entry: Any) -> SourceConfig:
     if not isinstance(entry, dict):
         raise ConfigError(f"params.yaml: '{key}' must be a mapping like {{openml_id: 37}} or "
                           f"{{path: {LOCAL_DIR}/mine.csv, target: label}}")
-    allowed = ["openml_id", "path", "target", "categorical", "max_categories", "pretrain"]
+    allowed = ["openml_id", "path", "target", "categorical", "numeric", "max_categories", "thousands", "decimal",
+               "pretrain"]
     _reject_unknown(key, entry, allowed)
     overrides = _pretrain_overrides(f"{key}.pretrain", entry.get("pretrain"))
     entry = {k: v for k, v in entry.items() if k != "pretrain"}
@@ -447,14 +454,32 @@ def _source(name: str, entry: Any) -> SourceConfig:
     if "target" not in entry:
         raise ConfigError(f"params.yaml: '{key}.target' is missing: name the label column of {path}")
     target = _coerce(f"{key}.target", entry["target"], "str")
-    categorical = entry.get("categorical", [])
-    if not isinstance(categorical, list) or not all(isinstance(c, str) for c in categorical):
-        raise ConfigError(f"params.yaml: '{key}.categorical' must be a list of column names, got {categorical!r}")
+    columns = {}
+    for option in ("categorical", "numeric"):
+        names = entry.get(option, [])
+        if not isinstance(names, list) or not all(isinstance(c, str) for c in names):
+            raise ConfigError(f"params.yaml: '{key}.{option}' must be a list of column names, got {names!r}")
+        columns[option] = tuple(names)
+    both = [c for c in columns["numeric"] if c in columns["categorical"]]
+    if both:
+        raise ConfigError(f"params.yaml: '{key}.numeric' and '{key}.categorical' both list {both}; "
+                          f"a column has one type")
     max_categories = _coerce(f"{key}.max_categories", entry.get("max_categories", 50), "int")
     if max_categories < 2:
         raise ConfigError(f"params.yaml: '{key}.max_categories' must be >= 2, got {max_categories}")
-    return SourceConfig(path=path, target=target, categorical=tuple(categorical), max_categories=max_categories,
-                        pretrain=overrides)
+    thousands = entry.get("thousands")
+    if thousands is not None and thousands not in SourceConfig.THOUSANDS:
+        raise ConfigError(f"params.yaml: '{key}.thousands' is {thousands!r}; allowed: "
+                          f"{', '.join(repr(c) for c in SourceConfig.THOUSANDS)} or null (none)")
+    decimal = entry.get("decimal", ".")
+    if decimal not in SourceConfig.DECIMALS:
+        raise ConfigError(f"params.yaml: '{key}.decimal' is {decimal!r}; allowed: "
+                          f"{', '.join(repr(c) for c in SourceConfig.DECIMALS)}")
+    if thousands == decimal:
+        raise ConfigError(f"params.yaml: '{key}.thousands' and '{key}.decimal' are both {decimal!r}; "
+                          f"they must differ")
+    return SourceConfig(path=path, target=target, max_categories=max_categories, thousands=thousands,
+                        decimal=decimal, pretrain=overrides, **columns)
 
 
 def _pretrain_overrides(key: str, raw: Any) -> dict[str, Any]:

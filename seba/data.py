@@ -1,4 +1,6 @@
-"""Data: OpenML and offline-snapshot sources, type-aware encoding, stratified splits, scaling.
+"""Data: OpenML and offline-snapshot sources, the user's own tables (column types inferred by
+fixed, reported rules: docs/own-table.md), type-aware encoding and its schema report, stratified
+splits, scaling.
 
 The raw table format shared by every source: one row per instance, the label in ``class``
 (pandas category), nominal features as pandas categories (in the order the source declares
@@ -7,8 +9,11 @@ them), numeric features as float64, missing values as NaN.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
+import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,86 +157,6 @@ def _describe(name: str, frame: pd.DataFrame, info: dict, openml_id: int | None)
     return frame, info
 
 
-def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]:
-    """A user's CSV / parquet table (``sources.<name>.path``) in the raw table format.
-
-    Column types are inferred: text, boolean and pandas-categorical columns are categorical,
-    numbers numeric; ``categorical`` forces columns to categorical (e.g. integer codes).
-    Rows without a target are dropped; all-missing columns are dropped; a categorical with more
-    than ``max_categories`` levels keeps its ``max_categories - 1`` most frequent ones and puts
-    the rest into one level "other". Every such change is logged and recorded.
-    """
-    path = root / source.path
-    where = f"dataset '{name}' ({source.path})"
-    if not path.is_file():
-        raise DataError(f"{where}: file not found")
-    try:
-        if path.suffix.lower() == ".csv":
-            frame = pd.read_csv(path, encoding="utf-8", low_memory=False)
-        else:
-            frame = pd.read_parquet(path)
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
-                        f"save the file as UTF-8") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, OSError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataError(f"{where}: cannot be read as {path.suffix.lower()[1:]}: {first}") from None
-    frame.columns = [str(c).strip() for c in frame.columns]
-    if len(set(frame.columns)) != len(frame.columns):
-        dup = sorted({c for c in frame.columns if list(frame.columns).count(c) > 1})
-        raise DataError(f"{where}: duplicate column names {dup}")
-    if source.target not in frame.columns:
-        close = [c for c in frame.columns if c.lower() == source.target.lower()]
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise DataError(f"{where}: target column '{source.target}' not found{hint}; "
-                        f"columns: {', '.join(frame.columns[:20])}{' ...' if frame.shape[1] > 20 else ''}")
-    missing_cat = [c for c in source.categorical if c not in frame.columns]
-    if missing_cat:
-        raise DataError(f"{where}: 'categorical' names column(s) not in the file: {missing_cat}")
-    if source.target in source.categorical:
-        raise DataError(f"{where}: the target '{source.target}' is listed in 'categorical'")
-    notes = []
-    unlabeled = int(frame[source.target].isna().sum())
-    if unlabeled:
-        frame = frame[frame[source.target].notna()].reset_index(drop=True)
-        notes.append(f"dropped {unlabeled} rows without a target")
-    if frame[source.target].nunique() < 2:
-        raise DataError(f"{where}: target column '{source.target}' has "
-                        f"{frame[source.target].nunique()} distinct value(s); classification needs at least two")
-    out = {}
-    for column in frame.columns:
-        if column == source.target:
-            continue
-        series = frame[column]
-        if series.isna().all():
-            notes.append(f"dropped all-missing column '{column}'")
-            continue
-        is_cat = (column in source.categorical or isinstance(series.dtype, pd.CategoricalDtype)
-                  or series.dtype == object or series.dtype == bool or pd.api.types.is_string_dtype(series))
-        if not is_cat:
-            out[column] = pd.to_numeric(series, errors="coerce").astype("float64")
-            continue
-        values = series.astype("string").str.strip().astype(object).where(series.notna(), None)
-        counts = pd.Series(values).value_counts()
-        if len(counts) > source.max_categories:
-            keep = set(counts.index[:source.max_categories - 1])
-            values = pd.Series(values).where(pd.Series(values).isin(keep) | pd.Series(values).isna(), "other")
-            notes.append(f"column '{column}' has {len(counts)} levels > max_categories "
-                         f"{source.max_categories}: kept the {len(keep)} most frequent, the rest -> 'other'")
-        out[column] = pd.Series(values, index=frame.index).astype("category")
-    if not out:
-        raise DataError(f"{where}: no feature columns besides the target '{source.target}'")
-    result = pd.DataFrame(out)
-    if LABEL in result.columns:  # a feature called like the label column: rename it
-        result = result.rename(columns={LABEL: f"{LABEL}_feature"})
-        notes.append(f"feature column '{LABEL}' renamed to '{LABEL}_feature'")
-    result[LABEL] = frame[source.target].astype("string").str.strip().astype("category")
-    for note in notes:
-        log(f"[fetch {name}] {note}")
-    return result, {"source": "local", "file": source.path, "sha256": sha256_file(path),
-                    "target": source.target, "notes": notes}
-
-
 def check_raw_table(name: str, frame: pd.DataFrame) -> None:
     if LABEL not in frame.columns:
         raise DataError(f"dataset '{name}': no '{LABEL}' column")
@@ -243,6 +168,354 @@ def check_raw_table(name: str, frame: pd.DataFrame) -> None:
     if counts.min() < 3:
         raise DataError(f"dataset '{name}': class '{counts.idxmin()}' has {int(counts.min())} row(s); a stratified "
                         f"train / validation / test split needs at least 3 per class")
+
+
+# --------------------------------------------------------------------------- your own table
+
+# Cells read as missing in every column of a local table: the tokens pandas reads as missing by
+# default, and "?" (the UCI / OpenML mark). Matched after stripping spaces, case-sensitive.
+MISSING_TOKENS = frozenset({"", "?", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+                            "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
+NUMERIC_SHARE = 0.95  # a text column is numeric when this share of its non-missing cells are numbers
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # the encoded table is float32: larger magnitudes do not fit
+SCHEMA_ATTR = "seba_columns"  # the raw parquet's record of what fetch inferred, column by column
+_INDEX_NAME = re.compile(r"Unnamed: \d+")  # pandas' name for a header-less column (a written index)
+_INFINITY = r"[+-]?(?:inf|infinity)"
+# (thousands, decimal) conventions tried on a text column that is not numeric as configured
+_CONVENTIONS = ((None, "."), (",", "."), (None, ","), (".", ","), (" ", ","), (" ", "."), ("'", "."))
+_SHOWN = 5  # tokens / rows quoted in one message
+
+
+def parse_numbers(text: pd.Series, thousands: str | None = None, decimal: str = ".") -> pd.Series:
+    """float64 values of the cells of ``text`` (stripped strings, "string" dtype) written as numbers
+    with the given thousands separator (digit groups of three, optional) and decimal mark;
+    ``inf`` / ``infinity`` in any case and sign are infinite; NaN for every other cell."""
+    digits = r"\d+" if thousands is None else rf"[1-9]\d{{0,2}}(?:{re.escape(thousands)}\d{{3}})+|\d+"
+    mark = re.escape(decimal)
+    pattern = rf"[+-]?(?:(?:{digits})(?:{mark}\d*)?|{mark}\d+)(?:[eE][+-]?\d+)?"
+    plain = text.where(text.str.fullmatch(pattern).fillna(False).astype(bool))
+    if thousands is not None:
+        plain = plain.str.replace(thousands, "", regex=False)
+    if decimal != ".":
+        plain = plain.str.replace(decimal, ".", regex=False)
+    values = pd.to_numeric(plain.astype(object), errors="coerce").astype("float64")
+    infinite = text.str.fullmatch(_INFINITY, case=False).fillna(False).astype(bool)
+    if infinite.any():
+        values[infinite] = np.where(text[infinite].str.startswith("-"), -np.inf, np.inf)
+    return values
+
+
+def _quote(counts: dict, limit: int = _SHOWN) -> str:
+    shown = ", ".join(f"'{k}' x{v}" for k, v in list(counts.items())[:limit])
+    return shown + (f", ... ({len(counts) - limit} more)" if len(counts) > limit else "")
+
+
+def _rows(index, limit: int = _SHOWN) -> str:
+    rows = [int(i) for i in index]
+    shown = ", ".join(str(r) for r in rows[:limit])
+    return f"row{'s' if len(rows) > 1 else ''} {shown}{', ...' if len(rows) > limit else ''}"
+
+
+def _check_inside_repository(root: Path, relative: str, where: str, key: str) -> None:
+    """Refuse a path that leaves the repository through a symlink (the file or any folder on
+    its way): DVC tracks only files inside the repository, so a run would not be reproducible."""
+    top = root.resolve()
+    current = root
+    for part in Path(relative).parts:
+        current = current / part
+        if current.is_symlink():
+            target = current.resolve()
+            if not target.is_relative_to(top):
+                raise DataError(f"{where}: '{key}' goes through the symlink {current.relative_to(root)} -> "
+                                f"{os.readlink(current)}, which leaves the repository ({target}); DVC tracks "
+                                f"only files inside it: copy the file into data/local/ instead of linking it")
+
+
+def _duplicates(names: list[str]) -> dict[str, list[int]]:
+    positions: dict[str, list[int]] = {}
+    for i, column in enumerate(names, start=1):
+        positions.setdefault(column, []).append(i)
+    return {c: p for c, p in positions.items() if len(p) > 1}
+
+
+def _refuse_duplicates(names: list[str], where: str) -> None:
+    dup = _duplicates(names)
+    if dup:
+        listed = "; ".join(f"'{c}' (columns {', '.join(map(str, p))})" for c, p in dup.items())
+        raise DataError(f"{where}: duplicate column names: {listed}; give every column its own name")
+
+
+def _check_parquet_schema(path: Path, where: str) -> None:
+    """Named errors for what a feature cannot be: duplicate names, lists / structs / maps per cell."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(path)
+    _refuse_duplicates([str(n).strip() for n in schema.names], where)
+    nested = [f"'{f.name}' ({f.type})" for f in schema if pa.types.is_nested(f.type)]
+    if nested:
+        raise DataError(f"{where}: column(s) {', '.join(nested)} hold a list, struct or map in each cell; a "
+                        f"feature needs one value per cell: expand them into columns (one per element or "
+                        f"field) or remove them")
+
+
+def _read_local(path: Path, where: str) -> pd.DataFrame:
+    """The file as it is: a CSV as text (every cell a string, nothing converted), a parquet file
+    with its own column types."""
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".csv":
+            frame = pd.read_csv(path, encoding="utf-8", dtype=str, keep_default_na=False, na_filter=False,
+                                low_memory=False)
+            with open(path, newline="", encoding="utf-8-sig") as fh:  # the header as written (pandas
+                header = next(csv.reader(fh), None)                   # renames duplicates 'a', 'a.1')
+            if header is not None and len(header) == frame.shape[1]:
+                frame.columns = [h.strip() or f"Unnamed: {i}" for i, h in enumerate(header)]
+        else:
+            _check_parquet_schema(path, where)
+            frame = pd.read_parquet(path).reset_index(drop=True)  # rows are counted from 0 in file order
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                        f"save the file as UTF-8") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, OSError, csv.Error) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"{where}: cannot be read as {suffix[1:]}: {first}") from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    _refuse_duplicates(list(frame.columns), where)
+    for column in frame.columns:
+        if frame[column].dtype == object:
+            sample = frame[column].dropna()
+            if len(sample) and isinstance(sample.iloc[0], (list, tuple, dict, np.ndarray)):
+                raise DataError(f"{where}: column '{column}' holds a list or mapping in each cell; a feature "
+                                f"needs one value per cell: expand it into columns or remove it")
+    return frame
+
+
+def _as_text(series: pd.Series) -> tuple[pd.Series, dict[str, int]]:
+    """Stripped strings ("string" dtype) with missing cells as NA, and the missing-value tokens
+    found (token -> cells)."""
+    text = series.astype("string").str.strip()
+    marked = text.isin(MISSING_TOKENS).fillna(False).astype(bool)
+    tokens = {str(k): int(v) for k, v in text[marked & (text != "")].value_counts().items()}
+    return text.mask(marked), tokens
+
+
+def _numeric_cells(text: pd.Series, thousands, decimal) -> float:
+    present = text.notna()
+    return float(parse_numbers(text[present], thousands, decimal).notna().mean()) if present.any() else 0.0
+
+
+def _infer_column(column: str, series: pd.Series, source, key: str, where: str) -> tuple[dict, pd.Series | None]:
+    """One feature column of a local table: its record (what was inferred, converted, dropped and
+    why, with the messages to log) and its values (float64 or category), None when dropped."""
+    forced = ("numeric" if column in source.numeric else "categorical" if column in source.categorical
+              else None)
+    record: dict = {"column": column, "forced": forced, "converted": {}, "warnings": [], "notices": []}
+    if pd.api.types.is_bool_dtype(series):
+        read_as = "booleans"
+    elif isinstance(series.dtype, pd.CategoricalDtype):
+        read_as = "categories"
+    elif pd.api.types.is_numeric_dtype(series):
+        read_as = "numbers"
+    else:
+        read_as = "text"
+    record["read_as"] = read_as
+    if read_as == "numbers" and forced != "categorical":
+        values = series.astype("float64")
+        kind = "numeric"
+    else:
+        text, tokens = _as_text(series)
+        if tokens:
+            record["converted"].update(tokens)
+            record["notices"].append(f"column '{column}': {sum(tokens.values())} cell(s) marked missing "
+                                     f"({_quote(tokens)})")
+        kind = forced or (None if read_as == "text" else "categorical")
+        if kind != "categorical":
+            values = parse_numbers(text, source.thousands, source.decimal)
+            present = text.notna()
+            share = float(values[present].notna().mean()) if present.any() else 0.0
+            if kind is None:
+                kind = "numeric" if present.any() and share >= NUMERIC_SHARE else "categorical"
+            if kind == "numeric":
+                words = text[present & values.isna()]
+                if len(words):
+                    counts = {str(k): int(v) for k, v in words.value_counts().items()}
+                    record["converted"].update(counts)
+                    record["warnings"].append(
+                        f"column '{column}' is numeric ({100 * share:.1f}% of its cells are numbers): "
+                        f"{len(words)} non-numeric cell(s) read as missing ({_quote(counts)})")
+            else:
+                record["number_share"] = round(share, 4)
+                if forced is None and present.any():
+                    _refuse_foreign_numbers(column, text, source, key, where)
+                    if share >= 0.5:
+                        others = text[present & values.isna()].value_counts().to_dict()
+                        record["warnings"].append(
+                            f"column '{column}' is read as categorical: only {100 * share:.1f}% of its cells are "
+                            f"numbers (other values: {_quote(others)}); list it in '{key}.numeric' to read it as "
+                            f"numbers (the rest become missing)")
+        if kind == "categorical":
+            values = text
+    record["kind"] = kind
+    if kind == "numeric":
+        values = _finite_numbers(column, values, record)
+    if values.isna().all():
+        record.update(kind="dropped", reason="all missing")
+        record["notices"].append(f"dropped all-missing column '{column}'")
+        return record, None
+    index_like = None if forced else _index_like(column, values, kind)
+    if index_like:
+        record.update(kind="dropped", reason=index_like[0])
+        record["notices"].append(f"column '{column}' dropped: {index_like[1]}; list it in '{key}.numeric' or "
+                                 f"'{key}.categorical' to keep it")
+        return record, None
+    record["missing"] = int(values.isna().sum())
+    if kind == "numeric":
+        return record, values
+    values = values.astype(object).where(values.notna(), None)
+    counts = pd.Series(values).value_counts()
+    if len(counts) > source.max_categories:
+        keep = set(counts.index[:source.max_categories - 1])
+        folded = pd.Series(values).notna() & ~pd.Series(values).isin(keep)
+        values = pd.Series(values).where(~folded, "other")
+        record["folded"] = {"levels": int(len(counts) - len(keep)), "rows": int(folded.sum())}
+        record["warnings"].append(f"column '{column}' has {len(counts)} levels > max_categories "
+                                  f"{source.max_categories}: kept the {len(keep)} most frequent, the rest -> "
+                                  f"'other' ({int(folded.sum())} rows)")
+    result = pd.Series(values, index=series.index).astype("category")
+    record["levels"] = int(len(result.cat.categories))
+    return record, result
+
+
+def _refuse_foreign_numbers(column: str, text: pd.Series, source, key: str, where: str) -> None:
+    """A text column that is numbers written with a thousands separator or a decimal comma (which
+    the source's settings do not read) is an error naming the setting that reads it."""
+    written = text.dropna()
+    if written.str.contains(r"\d", regex=True).mean() < NUMERIC_SHARE:
+        return  # not numbers in any convention (the common case: names, codes with letters)
+    fits = []
+    for thousands, decimal in _CONVENTIONS:
+        if thousands is not None and not written.str.contains(thousands, regex=False).any():
+            thousands = None  # the separator is not used: the simpler convention says the same
+        if ((thousands, decimal) not in fits and (thousands, decimal) != (source.thousands, source.decimal)
+                and _numeric_cells(text, thousands, decimal) >= NUMERIC_SHARE):
+            fits.append((thousands, decimal))
+    if not fits:
+        return
+    marks = {t for t, _ in fits if t} | {d for _, d in fits if d != source.decimal}  # what the settings miss
+    shown = written[written.map(lambda cell: any(m in cell for m in marks)).astype(bool)]
+    example = shown.iloc[0] if len(shown) else written.iloc[0]
+    options = " or ".join(", ".join(
+        ([f"thousands: {repr(t) if t else 'null'}"] if t != source.thousands else [])
+        + ([f"decimal: '{d}'"] if d != source.decimal else [])) for t, d in fits)
+    current = (f"thousands separator '{source.thousands}'" if source.thousands else "no thousands separator")
+    raise DataError(f"{where}: column '{column}' holds numbers written like '{example}', which are not numbers "
+                    f"with {current} and decimal mark '{source.decimal}'; set {options} in '{key}' to read "
+                    f"them as numbers, or list '{column}' in '{key}.categorical' to keep them as text")
+
+
+def _finite_numbers(column: str, values: pd.Series, record: dict) -> pd.Series:
+    """Infinite values and magnitudes beyond float32 become missing, each reported with its rows."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        infinite = np.isinf(values)
+        huge = values.notna() & ~infinite & (values.abs() > FLOAT32_MAX)
+    if infinite.any():
+        record["infinite"] = {"cells": int(infinite.sum()), "rows": [int(i) for i in values.index[infinite][:_SHOWN]]}
+        record["warnings"].append(f"column '{column}': {int(infinite.sum())} infinite value(s) read as missing "
+                                  f"({_rows(values.index[infinite])})")
+    if huge.any():
+        record["out_of_range"] = {"cells": int(huge.sum()), "largest": float(values[huge].abs().max()),
+                                  "rows": [int(i) for i in values.index[huge][:_SHOWN]]}
+        record["warnings"].append(
+            f"column '{column}': {int(huge.sum())} value(s) beyond the float32 range (largest magnitude "
+            f"{float(values[huge].abs().max()):.3g} > {FLOAT32_MAX:.3g}) read as missing ({_rows(values.index[huge])})")
+    return values.mask(infinite | huge)
+
+
+def _index_like(column: str, values: pd.Series, kind: str) -> tuple[str, str] | None:
+    """Why a column is a row index rather than a feature (short, long), or None: a header-less
+    column with a distinct value in every row (an index written with the table), or a column of
+    integers that increase strictly from row to row (a row id)."""
+    complete = values.notna().all()
+    if _INDEX_NAME.fullmatch(column) and complete and values.nunique() == len(values):
+        return "row index", "a row index written into the file (no header name, a distinct value in every row)"
+    if kind == "numeric" and complete and len(values) >= 3:
+        v = values.to_numpy()
+        if (v == np.round(v)).all() and (np.diff(v) > 0).all():
+            return "row id", f"a row id (integers increasing strictly from row to row, {v[0]:.0f} to {v[-1]:.0f})"
+    return None
+
+
+def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]:
+    """A user's CSV / parquet table (``sources.<name>.path``) in the raw table format.
+
+    Every column's type is inferred by fixed rules (docs/own-table.md) and recorded: a column
+    of numbers is numeric, a text column whose non-missing cells are at least ``NUMERIC_SHARE``
+    numbers is numeric with its other cells missing; infinite values and magnitudes beyond
+    float32 are missing; text, boolean and categorical columns are categorical with at most
+    ``max_categories`` levels (the rest fold into "other"); a row index or a strictly increasing
+    integer id, and an all-missing column, are dropped; ``numeric`` / ``categorical`` force a
+    column's type (and keep it). Rows without a target are dropped. The record of every column
+    rides along with the table (``frame.attrs[SCHEMA_ATTR]``) for preprocess's schema report.
+    """
+    key = f"sources.{name}"
+    where = f"dataset '{name}' ({source.path})"
+    _check_inside_repository(root, source.path, where, f"{key}.path")
+    path = root / source.path
+    if not path.is_file():
+        raise DataError(f"{where}: file not found")
+    frame = _read_local(path, where)
+    if source.target not in frame.columns:
+        close = [c for c in frame.columns if c.lower() == source.target.lower()]
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise DataError(f"{where}: target column '{source.target}' not found{hint}; "
+                        f"columns: {', '.join(frame.columns[:20])}{' ...' if frame.shape[1] > 20 else ''}")
+    for option in ("categorical", "numeric"):
+        absent = [c for c in getattr(source, option) if c not in frame.columns]
+        if absent:
+            raise DataError(f"{where}: '{option}' names column(s) not in the file: {absent}")
+        if source.target in getattr(source, option):
+            raise DataError(f"{where}: the target '{source.target}' is listed in '{option}'")
+    notes = []
+    target, _ = _as_text(frame[source.target])
+    unlabeled = int(target.isna().sum())
+    if unlabeled:
+        frame, target = frame[target.notna()], target[target.notna()]
+        notes.append(f"dropped {unlabeled} rows without a target")
+    if target.nunique() < 2:
+        raise DataError(f"{where}: target column '{source.target}' has "
+                        f"{target.nunique()} distinct value(s); classification needs at least two")
+    records, out = [], {}
+    for column in frame.columns:
+        if column == source.target:
+            continue
+        record, values = _infer_column(column, frame[column], source, key, where)
+        records.append(record)
+        if values is not None:
+            out[column] = values.reset_index(drop=True)
+    if not out:
+        dropped = "; ".join(f"'{r['column']}': {r['reason']}" for r in records)
+        raise DataError(f"{where}: no feature columns besides the target '{source.target}'"
+                        + (f" (dropped {dropped})" if dropped else ""))
+    result = pd.DataFrame(out)
+    if LABEL in result.columns:  # a feature called like the label column: rename it
+        result = result.rename(columns={LABEL: f"{LABEL}_feature"})
+        notes.append(f"feature column '{LABEL}' renamed to '{LABEL}_feature'")
+        for record in records:
+            if record["column"] == LABEL:
+                record["renamed"] = f"{LABEL}_feature"
+    result[LABEL] = target.reset_index(drop=True).astype(object).astype("category")
+    for note in notes:
+        log(f"[fetch {name}] {note}")
+    for record in records:
+        for line in record["notices"]:
+            log(f"[fetch {name}] {line}")
+        for line in record["warnings"]:
+            log(f"[fetch {name}] WARNING {line}")
+    result.attrs[SCHEMA_ATTR] = json.dumps({"target": source.target, "rows_without_target": unlabeled,
+                                            "columns": records})
+    return result, {"source": "local", "file": source.path, "sha256": sha256_file(path),
+                    "target": source.target, "dropped_rows": unlabeled, "notes": notes, "columns": records}
 
 
 # --------------------------------------------------------------------------- encoding
@@ -279,12 +552,14 @@ class EncodedTable:
         return int(self.groups.max()) + 1
 
 
-def encode_table(frame: pd.DataFrame) -> EncodedTable:
+def encode_table(frame: pd.DataFrame, notes: dict | None = None) -> EncodedTable:
     """One-hot every categorical column (over its declared categories), keep numerics raw.
 
     Columns are encoded in their original order, so the group of every encoded column is the
     index of the original column it came from. A missing categorical value becomes an all-zero
-    block; a missing numeric value stays NaN until scaling turns it into the train mean (0).
+    block; a missing numeric value stays NaN until scaling turns it into the train mean (0);
+    an infinite value, or one beyond the float32 range, is missing too. ``notes`` (a dict), when
+    given, receives per column what was converted or dropped here.
     """
     frame = frame[frame[LABEL].notna()].reset_index(drop=True)
     label = frame[LABEL].astype("category").cat.remove_unused_categories()
@@ -298,6 +573,8 @@ def encode_table(frame: pd.DataFrame) -> EncodedTable:
             codes = cat.cat.codes.to_numpy()
             n_cat = len(cat.cat.categories)
             if n_cat == 0:  # no value at all: nothing to encode
+                if notes is not None:
+                    notes[str(column)] = {"dropped": "no value in any row"}
                 continue
             block = np.zeros((len(frame), n_cat), dtype=np.float32)
             present = codes >= 0
@@ -307,7 +584,14 @@ def encode_table(frame: pd.DataFrame) -> EncodedTable:
             numeric += [False] * n_cat
             names += [f"{column}={c}" for c in cat.cat.categories]
         else:
-            blocks.append(pd.to_numeric(series, errors="coerce").to_numpy(np.float32)[:, None])
+            values = pd.to_numeric(series, errors="coerce").to_numpy(np.float64)
+            with np.errstate(invalid="ignore"):
+                unusable = np.isinf(values) | (np.abs(values) > FLOAT32_MAX)
+            if unusable.any():
+                values = np.where(unusable, np.nan, values)
+                if notes is not None:
+                    notes[str(column)] = {"non_finite": int(unusable.sum())}
+            blocks.append(values.astype(np.float32)[:, None])
             groups.append(index)
             numeric.append(True)
             names.append(str(column))
@@ -329,18 +613,99 @@ def scale(table: EncodedTable, train_idx: np.ndarray) -> np.ndarray:
     """Standardise numeric columns with statistics of ``train_idx`` only; NaN -> 0 (train mean).
 
     One-hot columns are left as they are. Constant numeric columns are centred, not divided.
+    The result is always finite: a column whose float32 statistics are not (an infinite value,
+    or magnitudes whose squares overflow float32) is standardised in float64 over its finite
+    values, and its infinite values count as missing.
     """
     X = table.X.astype(np.float32, copy=True)
     if table.numeric.any():
         cols = np.nonzero(table.numeric)[0]
         train = X[np.ix_(train_idx, cols)]
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):
             mean = np.nanmean(train, axis=0) if len(train) else np.zeros(len(cols))
             std = np.nanstd(train, axis=0) if len(train) else np.ones(len(cols))
+            wide = np.isinf(train).any(0) | (np.isfinite(train).any(0) & ~(np.isfinite(mean) & np.isfinite(std)))
         mean = np.nan_to_num(mean, nan=0.0)
         std = np.where(np.isfinite(std) & (std > 0), std, 1.0)
-        X[:, cols] = (X[:, cols] - mean) / std
+        with np.errstate(invalid="ignore", over="ignore"):
+            X[:, cols] = (X[:, cols] - mean) / std
+        for j in cols[wide]:
+            X[:, j] = _standardise_wide(table.X[:, j], train_idx)
     return np.nan_to_num(X, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
+
+
+def _standardise_wide(column: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
+    """One column standardised in float64 with the statistics of its finite train values;
+    non-finite values become NaN (missing)."""
+    values = column.astype(np.float64)
+    values[~np.isfinite(values)] = np.nan
+    train = values[train_idx]
+    train = train[np.isfinite(train)]
+    mean = float(train.mean()) if len(train) else 0.0
+    std = float(train.std()) if len(train) else 1.0
+    std = std if np.isfinite(std) and std > 0 else 1.0
+    return ((values - mean) / std).astype(np.float32)
+
+
+def schema_report(name: str, frame: pd.DataFrame, table: EncodedTable, notes: dict) -> dict:
+    """What became of every column of a raw table: numeric, categorical (levels kept, levels
+    folded into "other") or dropped (why), its missing cells, and every value converted to
+    missing, by fetch (``frame.attrs[SCHEMA_ATTR]``, local tables) or by ``encode_table``
+    (``notes``); a one-line summary and one warning per column that lost information."""
+    fetched = json.loads(frame.attrs.get(SCHEMA_ATTR, "{}"))
+    records = fetched.get("columns") or [{"column": str(c)} for c in frame.columns if c != LABEL]
+    groups = {str(c): g for g, c in enumerate(table.columns)}
+    columns, warnings = [], []
+    for record in records:
+        column = record.get("renamed", record["column"])
+        entry = {"column": column, **{k: record[k] for k in ("read_as", "forced") if record.get(k)}}
+        lines = list(record.get("warnings", []))
+        note = notes.get(column, {})
+        if column in groups:
+            block = table.X[:, table.groups == groups[column]]
+            if table.numeric[table.groups == groups[column]].all():
+                entry.update(kind="numeric", missing=int(np.isnan(block[:, 0]).sum()))
+            else:
+                names = table.encoded_names[table.groups == groups[column]]
+                entry.update(kind="categorical", missing=int((block.sum(1) == 0).sum()),
+                             levels=[str(n)[len(column) + 1:] for n in names])
+                if "folded" in record:
+                    entry["folded_into_other"] = record["folded"]
+        else:
+            entry.update(kind="dropped", reason=record.get("reason") or note.get("dropped", "not encoded"))
+        converted = dict(record.get("converted", {}))
+        for key in ("infinite", "out_of_range"):
+            if key in record:
+                converted[key.replace("_", " ")] = record[key]["cells"]
+        if note.get("non_finite"):
+            converted["infinite or beyond float32"] = note["non_finite"]
+            lines.append(f"column '{column}': {note['non_finite']} infinite or out-of-float32-range value(s) "
+                         f"read as missing")
+        if converted:
+            entry["converted_to_missing"] = converted
+        if lines:
+            entry["warnings"] = lines
+            warnings += lines
+        columns.append(entry)
+    kinds = [c["kind"] for c in columns]
+    summary = {"rows": int(len(table.y)), "classes": len(table.classes), "numeric": kinds.count("numeric"),
+               "categorical": kinds.count("categorical"), "dropped": kinds.count("dropped"),
+               "folded_columns": sum("folded_into_other" in c for c in columns),
+               "converted_cells": int(sum(sum(c.get("converted_to_missing", {}).values()) for c in columns)),
+               "missing_cells": int(sum(c.get("missing", 0) for c in columns)),
+               "columns_with_warnings": sum("warnings" in c for c in columns)}
+    if fetched.get("rows_without_target"):
+        summary["rows_without_target"] = fetched["rows_without_target"]
+    dropped = ", ".join(f"'{c['column']}' ({c['reason']})" for c in columns if c["kind"] == "dropped")
+    parts = [f"{summary['numeric']} numeric", f"{summary['categorical']} categorical"
+             + (f" ({summary['folded_columns']} with levels folded into 'other')" if summary["folded_columns"] else ""),
+             f"{summary['dropped']} dropped" + (f" ({dropped})" if dropped else "")]
+    line = (f"schema: {summary['rows']} rows, {summary['classes']} classes; {', '.join(parts)}; "
+            f"{summary['missing_cells']} missing cells ({summary['converted_cells']} converted to missing); "
+            f"{summary['columns_with_warnings']} column(s) lost information")
+    return {"dataset": name, "target": fetched.get("target", LABEL), "summary": summary, "summary_line": line,
+            "columns": columns, "warnings": warnings,
+            "classes": [str(c) for c in table.classes]}
 
 
 # --------------------------------------------------------------------------- splits

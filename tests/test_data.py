@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from seba.data import EncodedTable, encode_table, fetch_table, load_snapshot, make_split, scale, sha256_file
+from seba.data import (EncodedTable, encode_table, fetch_table, load_snapshot, make_split, parse_numbers, scale,
+                       schema_report, sha256_file)
 from seba.errors import DataError
 
 
@@ -122,3 +123,37 @@ def test_splits_are_stratified_disjoint_and_reproducible(snapshot_dir, dataset):
     for part in (a.train, a.test):
         share = np.bincount(y[part], minlength=len(overall)) / len(part)
         np.testing.assert_allclose(share, overall, atol=0.02)
+
+
+@pytest.mark.parametrize("thousands, decimal, cells, expected", [
+    (None, ".", ["12", "-0.5", ".5", "3.", "1e-3", "+2E5", "1,234", "12,5", "x"],
+     [12, -0.5, 0.5, 3, 0.001, 2e5, None, None, None]),
+    (",", ".", ["1,234,567.5", "1234.5", "0,123", "12,34", "-1,000"], [1234567.5, 1234.5, None, None, -1000]),
+    (None, ",", ["12,5", "-0,25", "1.5", "1,2,3"], [12.5, -0.25, None, None]),
+    (".", ",", ["1.234,5", "1234,5", "1.234.567"], [1234.5, 1234.5, 1234567]),
+    (" ", ",", ["1 234,5", "12 34"], [1234.5, None]),
+])
+def test_numbers_are_read_in_the_declared_convention_only(thousands, decimal, cells, expected):
+    values = parse_numbers(pd.Series(cells, dtype="string"), thousands, decimal)
+    assert values.dtype == np.float64
+    for got, want in zip(values, expected):
+        assert (np.isnan(got) if want is None else got == want), (cells, list(values))
+
+
+def test_infinite_words_are_infinite():
+    values = parse_numbers(pd.Series(["inf", "-Infinity", "+INF", "infinite"], dtype="string"))
+    assert list(values[:3]) == [np.inf, -np.inf, np.inf] and np.isnan(values[3])
+
+
+def test_encoding_turns_unusable_numbers_into_missing_and_the_report_says_so():
+    frame = pd.DataFrame({"a": [1.0, np.inf, 3.0, 1e300], "b": pd.Categorical([None] * 4, categories=[]),
+                          "class": pd.Categorical(["x", "y", "x", "y"])})
+    notes = {}
+    table = encode_table(frame, notes)
+    assert np.isnan(table.X[[1, 3], 0]).all() and list(table.columns) == ["a"]
+    assert notes == {"a": {"non_finite": 2}, "b": {"dropped": "no value in any row"}}
+    report = schema_report("toy", frame, table, notes)
+    assert [(c["column"], c["kind"]) for c in report["columns"]] == [("a", "numeric"), ("b", "dropped")]
+    assert report["columns"][0]["missing"] == 2
+    assert report["columns"][0]["converted_to_missing"] == {"infinite or beyond float32": 2}
+    assert report["summary"]["columns_with_warnings"] == 1 and report["summary"]["dropped"] == 1
