@@ -3,19 +3,28 @@ non-zero exit, never a traceback."""
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Callable
 
-from seba.errors import ConfigError, DataError, EpisodeError, TrainingDiverged
+from seba.errors import ConfigError, DataError, EpisodeError, OutputError, TrainingDiverged
 
-USER_ERRORS = (ConfigError, DataError, EpisodeError, TrainingDiverged, FileNotFoundError)
+USER_ERRORS = (ConfigError, DataError, EpisodeError, TrainingDiverged, OutputError, FileNotFoundError)
 
 
 def run_stage(name: str, main: Callable[[], None]) -> None:
+    if os.environ.get("DVC_STAGE"):  # run by `dvc repro`: end with it (seba.runtime.exit_with_parent)
+        from seba.runtime import exit_with_parent
+
+        exit_with_parent()
     try:
         main()
     except USER_ERRORS as exc:
         print(f"error in stage '{name}': {exc}", file=sys.stderr, flush=True)
+        sys.exit(2)
+    except MemoryError:
+        print(f"error in stage '{name}': out of memory; lower the sizes it works with (evaluate.episodes, "
+              f"pretrain.batch_size, the layer widths, seeds per stage) or free memory", file=sys.stderr, flush=True)
         sys.exit(2)
     except KeyboardInterrupt:
         print(f"stage '{name}' interrupted; nothing partial was kept", file=sys.stderr, flush=True)
