@@ -11,12 +11,15 @@ from seba.errors import ConfigError, DataError, EpisodeError, OutputError, Train
 
 USER_ERRORS = (ConfigError, DataError, EpisodeError, TrainingDiverged, OutputError, FileNotFoundError)
 
+if os.environ.get("DVC_STAGE"):
+    # Run by `dvc repro` (a stage script imports this module first, before its slow imports; a
+    # stage's spawned worker processes import it too): end with the process that started us.
+    from seba.runtime import exit_with_parent
+
+    exit_with_parent()
+
 
 def run_stage(name: str, main: Callable[[], None]) -> None:
-    if os.environ.get("DVC_STAGE"):  # run by `dvc repro`: end with it (seba.runtime.exit_with_parent)
-        from seba.runtime import exit_with_parent
-
-        exit_with_parent()
     try:
         main()
     except USER_ERRORS as exc:

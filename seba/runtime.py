@@ -185,11 +185,12 @@ def write_text(path: str | Path, text: str) -> None:
 
 
 def exit_with_parent(poll_seconds: float = 1.0) -> bool:
-    """End this process (and the worker processes it started) soon after the process that
-    started it dies, as when only `dvc repro` is killed (``kill -9`` of its pid): a stage left
-    running would go on writing its outputs beside the next `dvc repro`. A daemon thread checks
-    the parent (and, when the parent is the shell DVC ran the command with, the shell's parent)
-    every ``poll_seconds``. Started once per process; returns whether it was started now."""
+    """End this process (and the processes it started) soon after the process that started it
+    dies, as when only `dvc repro` is killed (``kill -9`` of its pid): a stage left running would
+    go on writing its outputs beside the next `dvc repro`. A daemon thread checks the parent (and,
+    when the parent is the shell DVC ran the command with, the shell's parent) every
+    ``poll_seconds``. A process whose parent is already gone when this starts (it was re-parented
+    to PID 1) ends at once. Started once per process; returns whether it was started now."""
     import psutil
 
     global _WATCHDOG
@@ -204,16 +205,25 @@ def exit_with_parent(poll_seconds: float = 1.0) -> bool:
             break
         parent = parent.parent()
 
+    def orphaned_already() -> bool:
+        if not watched or watched[0].pid != 1:
+            return False
+        try:  # PID 1 is our parent legitimately only when it is DVC itself (`docker run ... dvc repro`)
+            return "dvc" not in " ".join(watched[0].cmdline())
+        except psutil.Error:
+            return False
+
     def watch() -> None:
-        while all(p.is_running() for p in watched):  # is_running also catches a reused pid
-            time.sleep(poll_seconds)
+        if not orphaned_already():
+            while all(p.is_running() for p in watched):  # is_running also catches a reused pid
+                time.sleep(poll_seconds)
         children = me.children(recursive=True)
         for child in children:
             with contextlib.suppress(psutil.Error):
                 child.kill()
         psutil.wait_procs(children, timeout=5)
-        print(f"[{os.environ.get('DVC_STAGE', 'stage')}] the process that started this stage is gone; "
-              f"stopping (its outputs are not written)", file=sys.stderr, flush=True)
+        print(f"[{os.environ.get('DVC_STAGE', 'stage')}] the process that started this one is gone; "
+              f"stopping (no output is written)", file=sys.stderr, flush=True)
         os._exit(143)
 
     _WATCHDOG = threading.Thread(target=watch, name="exit-with-parent", daemon=True)

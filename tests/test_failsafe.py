@@ -295,6 +295,41 @@ def test_a_stage_ends_when_the_process_that_started_it_dies(tmp_path):
             os.killpg(parent.pid, signal.SIGKILL)
 
 
+def test_a_stage_whose_parent_died_before_it_looked_ends_at_once(tmp_path):
+    """The parent may die while the stage is still starting: the stage, re-parented to PID 1 by
+    then, ends as soon as it starts watching."""
+    ready = tmp_path / "ppid"
+    stage = textwrap.dedent(f"""
+        import os, pathlib, sys, time
+        while os.getppid() != 1 and not pathlib.Path({str(ready)!r} + ".other").exists():
+            time.sleep(0.05)
+        pathlib.Path({str(ready)!r}).write_text(str(os.getppid()))
+        if os.getppid() != 1:
+            sys.exit(3)  # orphans go to a subreaper here, not to PID 1
+        sys.stderr = open({str(ready)!r} + ".log", "w", buffering=1)
+        from seba.runtime import exit_with_parent
+        exit_with_parent(poll_seconds=0.2)
+        time.sleep(60)
+        pathlib.Path({str(ready)!r} + ".outlived").write_text("")
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys, time; subprocess.Popen([sys.executable, "
+                                                     f"'-c', {stage!r}]); time.sleep(0.5)"], start_new_session=True)
+    parent.wait(timeout=60)
+    deadline = time.time() + 60
+    while not ready.exists():
+        if time.time() > deadline:
+            Path(str(ready) + ".other").write_text("")
+            pytest.skip("orphans are not re-parented to PID 1 on this machine")
+        time.sleep(0.1)
+    if ready.read_text() != "1":
+        pytest.skip("orphans are not re-parented to PID 1 on this machine")
+    log = Path(str(ready) + ".log")
+    while "the process that started this one is gone" not in (log.read_text() if log.exists() else ""):
+        assert time.time() < deadline + 30, "the orphaned stage did not end"
+        time.sleep(0.1)
+    assert not Path(str(ready) + ".outlived").exists()
+
+
 # ----------------------------------------------------------------------------- through `dvc repro`
 
 
@@ -455,14 +490,10 @@ def _dir_object(work: Path, out: str) -> str:
 
 @pytest.mark.slow
 def test_killing_only_dvc_repro_ends_its_stage(committed):
-    from tiny_pipeline import run
+    from tiny_pipeline import start_long_repro
 
     work, env, before = committed
-    _params_edit(lambda p: p["pretrain"].update(lr=0.002, max_epochs=300, patience=300))(work)
-    log_path = work.parent / "killed_parent.log"
-    with open(log_path, "w") as log:
-        dvc = subprocess.Popen(["dvc", "repro"], cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+    dvc, log_path = start_long_repro(work, env, "killed_parent.log")
     try:
         deadline = time.time() + 600
         stage = None
@@ -476,7 +507,7 @@ def test_killing_only_dvc_repro_ends_its_stage(committed):
         dvc.wait(timeout=60)
         gone, alive = psutil.wait_procs([stage], timeout=30)
         assert not alive, "the stage outlived `dvc repro`"
-        assert "the process that started this stage is gone" in log_path.read_text()
+        assert "the process that started this one is gone" in log_path.read_text()
     finally:
         if dvc.poll() is None:
             os.killpg(dvc.pid, signal.SIGKILL)

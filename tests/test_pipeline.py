@@ -3,14 +3,13 @@ checks of the outputs, the MLflow runs, and which stages DVC reruns after params
 
 import json
 import os
-import subprocess
 
 import pandas as pd
 import pytest
 import torch
 import yaml
 
-from tiny_pipeline import TINY, run, set_params, stages_run
+from tiny_pipeline import TINY, run, set_params, stages_run, start_long_repro
 
 pytestmark = pytest.mark.slow
 
@@ -173,11 +172,7 @@ def test_a_second_repro_is_locked_out_and_a_killed_repro_is_redone_cleanly(repo)
 
     work, env, _ = repo
     original = (work / "params.yaml").read_text()
-    set_params(work, {"pretrain": {"lr": 0.002, "max_epochs": 300, "patience": 300}})
-    log_path = work.parent / "killed_repro.log"
-    with open(log_path, "w") as log:
-        first = subprocess.Popen(["dvc", "repro"], cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                 start_new_session=True)
+    first, log_path = start_long_repro(work, env, "killed_repro.log")
     try:
         deadline = time.time() + 600
         while "Running stage 'pretrain@" not in log_path.read_text():

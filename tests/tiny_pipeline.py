@@ -67,3 +67,14 @@ def build(root: Path, work: Path) -> tuple[Path, dict, str]:
         run(cmd, work, env)
     first = run(["dvc", "repro"], work, env)
     return work, env, first.stdout + first.stderr
+
+
+def start_long_repro(work: Path, env: dict, log_name: str) -> tuple[subprocess.Popen, Path]:
+    """`dvc repro` started in the background, in a process group of its own, with pretraining
+    long enough to be interrupted (restore params.yaml afterwards); its output goes to a log."""
+    set_params(work, {"pretrain": {"lr": 0.002, "max_epochs": 300, "patience": 300}})
+    log_path = work.parent / log_name
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(["dvc", "repro"], cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    return process, log_path
