@@ -153,7 +153,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             raise
         reason = exc.strerror or str(exc).strip().splitlines()[0]
         kept = "the earlier version is kept" if path.exists() else "nothing was written"
-        raise OutputError(f"cannot write {path}: {reason} ({kept}; free some space and rerun)") from None
+        raise OutputError(f"cannot write {path}: {reason} ({kept}; rerun once it can be written)") from None
     finally:
         if tmp_path is not None and tmp_path.exists():
             tmp_path.unlink()

@@ -378,7 +378,7 @@ def _back_to_up_to_date(work: Path, env, before: dict) -> None:
     and check that nothing is lost, changed or left to do."""
     from tiny_pipeline import run, stages_run
 
-    run(["git", "checkout", "--", "params.yaml", "data/snapshot"], work, env)
+    run(["git", "checkout", "HEAD", "--", "params.yaml", "data/snapshot"], work, env)
     run(["dvc", "checkout"], work, env)
     assert stages_run(run(["dvc", "repro"], work, env).stdout) <= {"validate"}
     assert stages_run(run(["dvc", "repro", "--dry"], work, env).stdout) == set()
@@ -437,7 +437,7 @@ def test_bad_inputs_stop_dvc_repro_before_it_removes_anything(committed):
         status = _git_status(work, env)
         assert all(line[:2].strip() == "M" for line in status.splitlines()), (case, status)  # edits, no deletions
         assert _outside_snapshot(_state(work)) == _outside_snapshot(before), case
-        run(["git", "checkout", "--", "params.yaml", "data/snapshot"], work, env)
+        run(["git", "checkout", "HEAD", "--", "params.yaml", "data/snapshot"], work, env)
         assert _git_status(work, env) == "" and _state(work) == before, case
     assert stages_run(run(["dvc", "repro", "--dry"], work, env).stdout) == set()
 
@@ -477,7 +477,8 @@ def test_retraining_identical_weights_stores_no_new_checkpoint_object(committed)
     assert after[out + "seed0.pt"] == before[out + "seed0.pt"]
     new_objects = {after[k] for k in set(after) - set(before) if k.startswith(".dvc/")}
     assert new_objects <= {after[out + "log.json"], _dir_object(work, out)}, new_objects
-    run(["git", "checkout", "--", "dvc.lock"], work, env)
+    run(["git", "checkout", "HEAD", "--", "dvc.lock"], work, env)  # (DVC staged its new record)
+    run(["dvc", "checkout"], work, env)  # the earlier log.json
     run(["dvc", "gc", "--workspace", "--force"], work, env)  # the new log and listing objects
     _back_to_up_to_date(work, env, before)
 
