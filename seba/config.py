@@ -103,8 +103,8 @@ class EvaluateConfig:
     probe_patience: int = 100  # stop a probe after this many iterations without improvement
 
     POSITIVE: ClassVar[tuple[str, ...]] = ("episodes", "probe_lr", "probe_max_iters", "probe_patience")
-    # evaluation holds every episode of a shot in memory at once (scores, query masks): ~1 MB per
-    # episode on income's test part; 100x the paper's 100 episodes
+    # evaluation holds every episode of a shot in memory at once (on income's test part the score
+    # arrays alone take ~0.8 MB per episode); 100x the paper's 100 episodes
     MAXIMUM: ClassVar[dict[str, int]] = {"episodes": 10_000}
 
 
