@@ -3,12 +3,20 @@ non-zero exit, never a traceback."""
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Callable
 
-from seba.errors import ConfigError, DataError, EpisodeError, TrainingDiverged
+from seba.errors import ConfigError, DataError, EpisodeError, OutputError, TrainingDiverged
 
-USER_ERRORS = (ConfigError, DataError, EpisodeError, TrainingDiverged, FileNotFoundError)
+USER_ERRORS = (ConfigError, DataError, EpisodeError, TrainingDiverged, OutputError, FileNotFoundError)
+
+if os.environ.get("DVC_STAGE"):
+    # Run by `dvc repro` (a stage script imports this module first, before its slow imports; a
+    # stage's spawned worker processes import it too): end with the process that started us.
+    from seba.runtime import exit_with_parent
+
+    exit_with_parent()
 
 
 def run_stage(name: str, main: Callable[[], None]) -> None:
@@ -16,6 +24,10 @@ def run_stage(name: str, main: Callable[[], None]) -> None:
         main()
     except USER_ERRORS as exc:
         print(f"error in stage '{name}': {exc}", file=sys.stderr, flush=True)
+        sys.exit(2)
+    except MemoryError:
+        print(f"error in stage '{name}': out of memory; lower the sizes it works with (evaluate.episodes, "
+              f"pretrain.batch_size, the layer widths, seeds per stage) or free memory", file=sys.stderr, flush=True)
         sys.exit(2)
     except KeyboardInterrupt:
         print(f"stage '{name}' interrupted; nothing partial was kept", file=sys.stderr, flush=True)

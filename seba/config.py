@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -54,6 +55,8 @@ class FetchConfig:
 
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"source": ("auto", "openml", "snapshot")}
     POSITIVE: ClassVar[tuple[str, ...]] = ("retries",)
+    # openml waits 1, 2, ... seconds between attempts: N attempts offline wait N(N-1)/2 s (10: 45 s)
+    MAXIMUM: ClassVar[dict[str, int]] = {"retries": 10}
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,9 @@ class EvaluateConfig:
     probe_patience: int = 100  # stop a probe after this many iterations without improvement
 
     POSITIVE: ClassVar[tuple[str, ...]] = ("episodes", "probe_lr", "probe_max_iters", "probe_patience")
+    # evaluation holds every episode of a shot in memory at once (on income's test part the score
+    # arrays alone take ~0.8 MB per episode); 100x the paper's 100 episodes
+    MAXIMUM: ClassVar[dict[str, int]] = {"episodes": 10_000}
 
 
 @dataclass(frozen=True)
@@ -395,6 +401,9 @@ def _section(name: str, cls: type, raw: Any) -> Any:
             raise ConfigError(f"params.yaml: '{full}' must be > 0, got {value!r}")
         if key in getattr(cls, "FRACTIONS", ()) and not 0 < value <= 1:
             raise ConfigError(f"params.yaml: '{full}' must lie in (0, 1], got {value!r}")
+        maximum = getattr(cls, "MAXIMUM", {}).get(key)
+        if maximum is not None and value > maximum:
+            raise ConfigError(f"params.yaml: '{full}' must be <= {maximum}, got {value!r}")
         values[key] = value
     return cls(**values)
 
@@ -419,6 +428,22 @@ def _baselines(raw: Any) -> BaselinesConfig:
         raise ConfigError(f"params.yaml: 'baselines.methods' has duplicates: {methods}")
     sections = {name: _section(f"baselines.{name}", cls, raw.get(name)) for name, cls in BASELINE_SECTIONS.items()}
     return BaselinesConfig(methods=tuple(methods), **sections)
+
+
+# A dataset name becomes file names (data/raw/<name>.parquet, data/models/<name>/, reports/...)
+# and DVC stage names (fetch@<name>): letters, digits, '_' and '-', so that it cannot leave its
+# directory, and names that differ only in case are refused (they collide on macOS and Windows).
+DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+SEED_MAX = 2**32 - 1  # numpy's and torch's seed range
+
+
+def check_dataset_name(name: Any, where: str) -> str:
+    """``name`` if it is a valid dataset name, else a ConfigError naming ``where`` it is."""
+    if not isinstance(name, str) or not DATASET_NAME.fullmatch(name):
+        raise ConfigError(f"params.yaml: dataset name {name!r} in '{where}' must be 1-64 letters, digits, '_' or "
+                          f"'-', starting with a letter or digit (it names files under data/ and reports/ "
+                          f"and DVC stages)")
+    return name
 
 
 def _source(name: str, entry: Any) -> SourceConfig:
@@ -514,19 +539,29 @@ def parse_params(raw: Any) -> Params:
         raise ConfigError(f"params.yaml: 'seeds' has duplicates: {list(seeds)}")
     if any(s < 0 for s in seeds):
         raise ConfigError(f"params.yaml: 'seeds' must be >= 0, got {list(seeds)}")
+    if any(s > SEED_MAX for s in seeds):
+        raise ConfigError(f"params.yaml: 'seeds' must be <= {SEED_MAX} (2**32 - 1, the seed range of numpy "
+                          f"and torch), got {max(seeds)}")
 
     datasets = raw["datasets"]
     if not isinstance(datasets, list) or not datasets or not all(isinstance(d, str) for d in datasets):
         raise ConfigError("params.yaml: 'datasets' must be a non-empty list of dataset names")
+    for name in datasets:
+        check_dataset_name(name, "datasets")
     if len(set(datasets)) != len(datasets):
         raise ConfigError(f"params.yaml: 'datasets' has duplicates: {datasets}")
+    folded = [d.casefold() for d in datasets]
+    if len(set(folded)) != len(folded):
+        twins = sorted(d for d in datasets if folded.count(d.casefold()) > 1)
+        raise ConfigError(f"params.yaml: 'datasets' has names that differ only in case: {twins} (their files "
+                          f"collide on case-insensitive file systems)")
 
     raw_sources = raw["sources"]
     if not isinstance(raw_sources, dict):
         raise ConfigError("params.yaml: 'sources' must map dataset names to {openml_id: N}")
     sources = {}
     for name, entry in raw_sources.items():
-        sources[str(name)] = _source(str(name), entry)
+        sources[str(name)] = _source(check_dataset_name(name, "sources"), entry)
     for name in datasets:
         if name not in sources:
             raise ConfigError(
@@ -559,12 +594,32 @@ def _check_pretrain(cfg: PretrainConfig, section: str) -> None:
         raise ConfigError(f"params.yaml: '{section}.min_delta' must lie in [0, 1), got {cfg.min_delta}")
 
 
-def _check_ranges(p: Params) -> None:
-    for r in p.pretrain.ratios:
+def _check_ratios(ratios: tuple[float, ...]) -> None:
+    """Each ratio in (0, 1), and canonical: the name of its output directory and ensemble member
+    (``ratio_tag``) spells it exactly as DVC does in the stage name and output path
+    (``pretrain@<dataset>-<ratio>``, ``data/models/<dataset>/r<ratio>``), so two ratios never
+    share a directory and a stage always writes where DVC expects it."""
+    for r in ratios:
         if not 0.0 < r < 1.0:
             raise ConfigError(f"params.yaml: 'pretrain.ratios' values must lie in (0, 1), got {r}")
-    if len(set(p.pretrain.ratios)) != len(p.pretrain.ratios):
-        raise ConfigError(f"params.yaml: 'pretrain.ratios' has duplicates: {list(p.pretrain.ratios)}")
+    if len(set(ratios)) != len(ratios):
+        raise ConfigError(f"params.yaml: 'pretrain.ratios' has duplicates: {list(ratios)}")
+    tags: dict[str, float] = {}
+    for r in ratios:
+        tag = ratio_tag(r)
+        if tag in tags:
+            raise ConfigError(f"params.yaml: 'pretrain.ratios' values {tags[tag]!r} and {r!r} both name the "
+                              f"output directory {tag}; ratios are kept to 6 significant digits")
+        tags[tag] = r
+    for r in ratios:
+        if ratio_tag(r) != f"r{r!r}":
+            raise ConfigError(f"params.yaml: 'pretrain.ratios' value {r!r} has more than 6 significant digits; "
+                              f"its output directory would be {ratio_tag(r)} while DVC expects r{r!r} "
+                              f"(write it as {float(ratio_tag(r)[1:])!r})")
+
+
+def _check_ranges(p: Params) -> None:
+    _check_ratios(p.pretrain.ratios)
     _check_pretrain(p.pretrain, "pretrain")
     for frac_key, frac in (("split.test_fraction", p.split.test_fraction),
                            ("split.val_fraction", p.split.val_fraction)):

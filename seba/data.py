@@ -38,9 +38,26 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def read_manifest(snapshot_dir: Path) -> dict[str, dict]:
+    """The offline snapshot's ``openml_ids`` entries ({id: {file, sha256, ...}}); a missing or
+    malformed manifest is a DataError naming it."""
+    path = snapshot_dir / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"snapshot manifest {path} cannot be read: {exc}") from None
+    entries = manifest.get("openml_ids") if isinstance(manifest, dict) else None
+    if not isinstance(entries, dict) or not all(
+            isinstance(e, dict) and isinstance(e.get("file"), str) and isinstance(e.get("sha256"), str)
+            and Path(e["file"]).name == e["file"] for e in entries.values()):
+        raise DataError(f"snapshot manifest {path} is malformed: it needs 'openml_ids' mapping each id to "
+                        f"{{file: <name in {snapshot_dir.name}/>, sha256: ...}}")
+    return entries
+
+
 def load_snapshot(openml_id: int, snapshot_dir: Path) -> tuple[pd.DataFrame, dict]:
     """Read the vendored copy of an OpenML table after checking its sha256 against the manifest."""
-    manifest = json.loads((snapshot_dir / "manifest.json").read_text())["openml_ids"]
+    manifest = read_manifest(snapshot_dir)
     entry = manifest.get(str(openml_id))
     if entry is None:
         known = ", ".join(f"{v['file'].removesuffix('.parquet')} ({k})" for k, v in manifest.items())

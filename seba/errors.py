@@ -15,3 +15,13 @@ class EpisodeError(ValueError):
 
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite."""
+
+
+class EncoderCollapsed(TrainingDiverged):
+    """Training ended without a usable encoder: its validation loss never improved on the first
+    epoch's, or its outputs no longer depend on the input (seba.health)."""
+
+
+class OutputError(RuntimeError):
+    """An output cannot be written (full disk, file size limit, read-only file system); the
+    message names the file, and the earlier version of it is kept."""

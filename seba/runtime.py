@@ -1,17 +1,23 @@
-"""Process-level plumbing: repository root, devices, threads, seeds, atomic writes, progress."""
+"""Process-level plumbing: repository root, devices, threads, seeds, atomic writes, checkpoints,
+progress, and stage processes that end with the `dvc repro` that started them."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import json
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
+
+from seba.errors import ConfigError, OutputError
 
 
 def repo_root(start: Path | None = None) -> Path:
@@ -36,11 +42,14 @@ def derive_seed(*parts: int | float | str) -> int:
     return int(np.random.SeedSequence(words).generate_state(1)[0])
 
 
-def select_device(name: str = "auto"):
+def select_device(name: str = "auto", key: str = "pretrain.device"):
+    """The torch device for ``name`` (auto | cpu | cuda); ``key`` names the setting in errors."""
     import torch
 
     if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("pretrain.device is 'cuda' but no CUDA device is available")
+        build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+        raise ConfigError(f"params.yaml: '{key}' is 'cuda' but torch {torch.__version__} ({build}) sees no "
+                          f"CUDA device; use auto (CUDA when present) or cpu")
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     return torch.device(name)
@@ -149,23 +158,55 @@ def configure_threads(threads: int) -> int:
     return n
 
 
+# write failures that are the machine's, not the code's: they become an OutputError naming the file
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
+def _disk_error(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and (exc.errno in DISK_ERRNOS or "No space left on device" in str(exc))
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it into place only if the block succeeds.
 
-    A stage killed halfway therefore never leaves a half-written file under the final name.
+    A stage killed halfway therefore never leaves a half-written file under the final name, and
+    a full disk (or a file size limit, or a read-only file system) is an ``OutputError`` naming
+    the file, with the earlier version of it kept.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
+    tmp_path = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        tmp_path = Path(tmp)
         yield tmp_path
         os.replace(tmp_path, path)
+    except OSError as exc:
+        if not _disk_error(exc):
+            raise
+        reason = exc.strerror or str(exc).strip().splitlines()[0]
+        kept = "the earlier version is kept" if path.exists() else "nothing was written"
+        raise OutputError(f"cannot write {path}: {reason} ({kept}; rerun once it can be written)") from None
     finally:
-        if tmp_path.exists():
+        if tmp_path is not None and tmp_path.exists():
             tmp_path.unlink()
+
+
+def save_checkpoint(obj, path: str | Path) -> None:
+    """``torch.save(obj)`` to ``path``, atomically, with bytes that depend on ``obj`` alone.
+
+    torch.save names the records inside its zip archive after the file it writes to, and an
+    atomic write goes through a random temporary name, so saving straight to it gives different
+    bytes for identical weights (and DVC a new cache object on every rerun). Saved to memory the
+    archive is always called "archive" (what torch.load expects of any name), then written."""
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(buffer.getbuffer())
 
 
 def write_json(path: str | Path, obj) -> None:
@@ -176,6 +217,56 @@ def write_json(path: str | Path, obj) -> None:
 def write_text(path: str | Path, text: str) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(text)
+
+
+def exit_with_parent(poll_seconds: float = 1.0) -> bool:
+    """End this process (and the processes it started) soon after the process that started it
+    dies, as when only `dvc repro` is killed (``kill -9`` of its pid): a stage left running would
+    go on writing its outputs beside the next `dvc repro`. A daemon thread checks the parent (and,
+    when the parent is the shell DVC ran the command with, the shell's parent) every
+    ``poll_seconds``. A process whose parent is already gone when this starts (it was re-parented
+    to PID 1) ends at once. Started once per process; returns whether it was started now."""
+    import psutil
+
+    global _WATCHDOG
+    if _WATCHDOG is not None:
+        return False
+    me = psutil.Process()
+    watched = []
+    parent = me.parent()
+    while parent is not None and len(watched) < 2:
+        watched.append(parent)
+        if parent.name() not in ("sh", "bash", "dash", "zsh", "fish", "ksh"):
+            break
+        parent = parent.parent()
+
+    def orphaned_already() -> bool:
+        if not watched or watched[0].pid != 1:
+            return False
+        try:  # PID 1 is our parent legitimately only when it is DVC itself (`docker run ... dvc repro`)
+            return "dvc" not in " ".join(watched[0].cmdline())
+        except psutil.Error:
+            return False
+
+    def watch() -> None:
+        if not orphaned_already():
+            while all(p.is_running() for p in watched):  # is_running also catches a reused pid
+                time.sleep(poll_seconds)
+        children = me.children(recursive=True)
+        for child in children:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+        psutil.wait_procs(children, timeout=5)
+        print(f"[{os.environ.get('DVC_STAGE', 'stage')}] the process that started this one is gone; "
+              f"stopping (no output is written)", file=sys.stderr, flush=True)
+        os._exit(143)
+
+    _WATCHDOG = threading.Thread(target=watch, name="exit-with-parent", daemon=True)
+    _WATCHDOG.start()
+    return True
+
+
+_WATCHDOG: threading.Thread | None = None
 
 
 def log(message: str) -> None:

@@ -1,44 +1,82 @@
 """Check the whole ``params.yaml`` at once, before a long run: ``seba-validate`` (or
-``python -m seba.validate``).
+``python -m seba.validate``). `dvc repro` runs the same checks as its first stage, ``validate``,
+before DVC removes any other stage's outputs (docs/failures.md).
 
-First the file itself (every key, type, range and choice). Then, for every dataset whose table
-is at hand (fetched into data/raw, or in the offline snapshot), the checks that need its rows:
-the split fractions leave every part non-empty for every class, and every seed's test part can
-serve the largest shot. Exit 0 when all is well, 2 with one line per problem otherwise.
+First the file itself (every key, type, range and choice; dataset names and ratios that name
+files). Then what the settings need from this machine and repository: a CUDA device where
+``pretrain.device`` asks for one, a readable offline-snapshot manifest. Then, for every dataset
+whose table is at hand (fetched into data/raw from the same source, a local table, or the
+offline snapshot), the checks that need its rows: the split fractions leave every part
+non-empty for every class, and every seed's test part can serve the largest shot. Exit 0 when
+all is well, 2 with one line per problem otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from seba.config import load_params
-from seba.data import check_shots, load_local_table, load_snapshot, make_split
+from seba.config import Params, load_params
+from seba.data import check_shots, load_local_table, load_snapshot, make_split, read_manifest
 from seba.errors import ConfigError, DataError
-from seba.runtime import repo_root
+from seba.runtime import repo_root, select_device, write_text
+
+# What the `validate` stage writes when every check passes: the same bytes whatever the params,
+# so that stages after it (every other stage depends on it) rerun only for their own reasons.
+STAMP = Path("data") / "validated.txt"
+STAMP_TEXT = ("params.yaml passed seba-validate. Written by the `validate` stage, which runs ahead of every "
+              "other stage (docs/failures.md).\n")
 
 
-def _labels(name: str, params, root: Path):
-    """Label codes and class names of a dataset, from data/raw or the snapshot; None if neither."""
-    raw = root / "data" / "raw" / f"{name}.parquet"
+def _labels(name: str, params: Params, root: Path):
+    """Label codes and class names of a dataset, and where they were read; (None, None, None)
+    when the table is not at hand (not fetched from its current source, not in the snapshot)."""
     source = params.sources[name]
-    if raw.exists():
-        frame = pd.read_parquet(raw, columns=["class"])
-        where = str(raw.relative_to(root))
-    elif source.is_local:
+    raw = root / "data" / "raw" / f"{name}.parquet"
+    if source.is_local:
         frame, _ = load_local_table(name, source, root)
         where = source.path
+    elif raw.exists() and _fetched_from(root, name) == source.openml_id:
+        frame = pd.read_parquet(raw, columns=["class"])
+        where = str(raw.relative_to(root))
     else:
-        try:
-            frame, _ = load_snapshot(source.openml_id, root / "data" / "snapshot")
-        except DataError:
+        snapshot = root / "data" / "snapshot"
+        if str(source.openml_id) not in read_manifest(snapshot):
+            if params.fetch.source == "snapshot":
+                raise DataError(f"dataset '{name}': OpenML id {source.openml_id} is not in the offline "
+                                f"snapshot, and 'fetch.source' is snapshot")
             return None, None, None
+        frame, _ = load_snapshot(source.openml_id, snapshot)
         where = "offline snapshot"
     label = frame["class"].dropna().astype("category").cat.remove_unused_categories()
     return label.cat.codes.to_numpy(), [str(c) for c in label.cat.categories], where
+
+
+def _fetched_from(root: Path, name: str) -> int | None:
+    """The OpenML id data/raw/<name> was fetched from (its fetch record), if it can be read."""
+    try:
+        return json.loads((root / "data" / "raw" / f"{name}.json").read_text()).get("openml_id")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _check_devices(params: Params) -> list[str]:
+    """``pretrain.device: cuda`` (in the section or a dataset's own values) needs a CUDA device."""
+    wanted = [("pretrain.device", params.pretrain.device)] + [
+        (f"sources.{name}.pretrain.device", params.pretrain_for(name).device) for name in params.datasets
+        if "device" in params.sources[name].pretrain]
+    problems = []
+    for key, device in wanted:
+        if device == "cuda":
+            try:
+                select_device(device, key)
+            except ConfigError as exc:
+                problems.append(str(exc))
+    return problems
 
 
 def validate(root: Path) -> list[str]:
@@ -47,8 +85,12 @@ def validate(root: Path) -> list[str]:
         params = load_params(root / "params.yaml")
     except ConfigError as exc:
         return [str(exc)]
-
-    problems = []
+    problems = _check_devices(params)
+    if params.fetch.source != "openml" and any(not params.sources[d].is_local for d in params.datasets):
+        try:
+            read_manifest(root / "data" / "snapshot")
+        except DataError as exc:
+            return problems + [str(exc)]
     for name in params.datasets:
         try:
             y, classes, where = _labels(name, params, root)
@@ -68,14 +110,19 @@ def validate(root: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, default=None, help="repository root (default: found from here)")
+    parser.add_argument("--stamp", action="store_true",
+                        help=f"when all is well, write {STAMP} (what the `validate` stage does)")
     args = parser.parse_args(argv)
     root = args.root or repo_root()
     problems = validate(root)
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
-    if not problems:
-        print(f"{root / 'params.yaml'} is valid")
-    return 2 if problems else 0
+    if problems:
+        return 2
+    print(f"{root / 'params.yaml'} is valid")
+    if args.stamp and not ((root / STAMP).exists() and (root / STAMP).read_text() == STAMP_TEXT):
+        write_text(root / STAMP, STAMP_TEXT)
+    return 0
 
 
 def main_exit() -> None:

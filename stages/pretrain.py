@@ -4,13 +4,14 @@ import argparse
 import dataclasses
 import time
 
-import torch
-
 from seba.cli import run_stage
 from seba.config import load_params, ratio_tag
 from seba.data import check_shots, EncodedTable, load_split, scale
-from seba.pretrain import SeedData, encoder_config, member_bytes, plan_stacks, plan_workers, pretrain_many
-from seba.runtime import resolve_precision, atomic_path, configure_threads, format_seconds, log, repo_root, select_device, write_json
+from seba.health import check_training
+from seba.pretrain import (SeedData, encode, encoder_config, member_bytes, plan_stacks, plan_workers,
+                           pretrain_many)
+from seba.runtime import (resolve_precision, configure_threads, format_seconds, log, repo_root, save_checkpoint,
+                          select_device, write_json)
 from seba.tracking import Tracker
 
 
@@ -65,10 +66,12 @@ def main() -> None:
         for i, (data, result) in enumerate(zip(seeds, results), start=1):
             seed, label = data.seed, data.label
             child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed})
-            with atomic_path(out_dir / f"seed{seed}.pt") as tmp:
-                torch.save({"encoder": result.encoder_state, "model_config": model_config,
-                            "pretrain_config": dataclasses.asdict(cfg), "dataset": args.dataset,
-                            "ratio": args.ratio, "seed": seed, "best_epoch": result.best_epoch}, tmp)
+            check_training(result.val_loss, encode(result.encoder_state, model_config, data.x_val, device),
+                           label, cfg.lr)  # a collapsed or diverged encoder is an error (seba.health)
+            save_checkpoint({"encoder": result.encoder_state, "model_config": model_config,
+                             "pretrain_config": dataclasses.asdict(cfg), "dataset": args.dataset,
+                             "ratio": args.ratio, "seed": seed, "best_epoch": result.best_epoch},
+                            out_dir / f"seed{seed}.pt")
             summary = {"best_epoch": result.best_epoch, "stop_epoch": result.stop_epoch,
                        "best_val_loss": result.best_val_loss, "seconds": round(result.seconds, 3),
                        "masked_columns": result.masked_columns, "steps": result.steps,

@@ -16,3 +16,12 @@ def root() -> Path:
 @pytest.fixture(scope="session")
 def snapshot_dir(root) -> Path:
     return root / "data" / "snapshot"
+
+
+@pytest.fixture(scope="session")
+def tiny_pipeline(root, tmp_path_factory):
+    """(repository, environment, first `dvc repro` output) of the tiny pipeline (tests/tiny_pipeline.py),
+    built once for every end-to-end test."""
+    from tiny_pipeline import build
+
+    return build(root, tmp_path_factory.mktemp("pipeline") / "repo")

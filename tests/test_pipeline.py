@@ -3,79 +3,25 @@ checks of the outputs, the MLflow runs, and which stages DVC reruns after params
 
 import json
 import os
-import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
 import yaml
 
+from tiny_pipeline import TINY, run, set_params, stages_run, start_long_repro
+
 pytestmark = pytest.mark.slow
-
-TINY = {
-    "seeds": [0],
-    "datasets": ["diabetes", "cmc"],
-    "pretrain": {"ratios": [0.2, 0.5], "max_epochs": 4, "patience": 2},
-    "evaluate": {"episodes": 3},
-    "baselines": {"methods": ["knn"]},
-}
-
-
-def run(cmd, cwd, env, check=True):
-    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=2400)
-    if check and result.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
-    return result
-
-
-def stages_run(output: str) -> set[str]:
-    return set(re.findall(r"Running stage '([^']+)'", output))
-
-
-def set_params(repo: Path, updates: dict) -> None:
-    params = yaml.safe_load((repo / "params.yaml").read_text())
-    for key, value in updates.items():
-        if isinstance(value, dict):
-            params[key].update(value)
-        else:
-            params[key] = value
-    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
 
 @pytest.fixture(scope="module")
-def repo(root, tmp_path_factory):
-    work = tmp_path_factory.mktemp("pipeline") / "repo"
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=root, capture_output=True,
-                           text=True, check=True).stdout.split()
-    for name in files:
-        src = root / name
-        if src.is_file():
-            (work / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, work / name)
-    for stale in ("dvc.lock", "reports"):
-        path = work / stale
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
-    set_params(work, TINY)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "DVC_NO_ANALYTICS": "1", "MLFLOW_DISABLE_TELEMETRY": "true"}
-    env.pop("MLFLOW_TRACKING_URI", None)
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
-                ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tiny"]):
-        run(cmd, work, env)
-    first = run(["dvc", "repro"], work, env)
-    return work, env, first.stdout + first.stderr
+def repo(tiny_pipeline):
+    return tiny_pipeline
 
 
 def test_repro_builds_every_stage_and_the_reports(repo):
     work, env, output = repo
-    expected = {"fetch@diabetes", "fetch@cmc", "preprocess@diabetes", "preprocess@cmc", "split@diabetes",
+    expected = {"validate", "fetch@diabetes", "fetch@cmc", "preprocess@diabetes", "preprocess@cmc", "split@diabetes",
                 "split@cmc", "pretrain@diabetes-0.2", "pretrain@diabetes-0.5", "pretrain@cmc-0.2",
                 "pretrain@cmc-0.5", "evaluate@diabetes", "evaluate@cmc", "baseline@knn-diabetes",
                 "baseline@knn-cmc", "aggregate"}
@@ -143,13 +89,15 @@ def test_only_affected_stages_rerun_after_params_edits(repo):
     assert dry() == set()
 
     set_params(work, {"evaluate": {"episodes": 2}})  # baselines share SeBA's episodes: they rerun too
-    expected = {"evaluate@diabetes", "evaluate@cmc", "baseline@knn-diabetes", "baseline@knn-cmc", "aggregate"}
+    # `validate` reruns on every params.yaml edit; its output never changes, so it reruns nothing
+    expected = {"validate", "evaluate@diabetes", "evaluate@cmc", "baseline@knn-diabetes", "baseline@knn-cmc",
+                "aggregate"}
     assert dry() == expected
     assert stages_run(run(["dvc", "repro"], work, env).stdout) == expected
     assert dry() == set()
 
     set_params(work, {"pretrain": {"ratios": [0.2, 0.5, 0.3]}})
-    assert dry() == {"pretrain@diabetes-0.3", "pretrain@cmc-0.3", "evaluate@diabetes", "evaluate@cmc",
+    assert dry() == {"validate", "pretrain@diabetes-0.3", "pretrain@cmc-0.3", "evaluate@diabetes", "evaluate@cmc",
                      "aggregate"}
     set_params(work, {"pretrain": {"ratios": [0.2, 0.5]}})
     assert dry() == set()
@@ -157,9 +105,9 @@ def test_only_affected_stages_rerun_after_params_edits(repo):
     # adding a method adds only its stages; one method's hyper-parameter reruns only that method
     k = yaml.safe_load((work / "params.yaml").read_text())["baselines"]["knn"]["k"]
     set_params(work, {"baselines": {"methods": ["knn", "logreg"]}})
-    assert dry() == {"baseline@logreg-diabetes", "baseline@logreg-cmc", "aggregate"}
+    assert dry() == {"validate", "baseline@logreg-diabetes", "baseline@logreg-cmc", "aggregate"}
     set_params(work, {"baselines": {"methods": ["knn"], "knn": {"k": k + 2}}})
-    assert dry() == {"baseline@knn-diabetes", "baseline@knn-cmc", "aggregate"}
+    assert dry() == {"validate", "baseline@knn-diabetes", "baseline@knn-cmc", "aggregate"}
     set_params(work, {"baselines": {"knn": {"k": k}}})
     assert dry() == set()
 
@@ -178,7 +126,7 @@ def test_only_affected_stages_rerun_after_params_edits(repo):
     # table, and nothing between fetch and pretrain follows), and is what its encoders record
     set_params(work, {"sources": {"diabetes": {"openml_id": 37, "pretrain": {"patience": 3}}}})
     assert stages_run(run(["dvc", "repro"], work, env).stdout) == {
-        "fetch@diabetes", "pretrain@diabetes-0.2", "pretrain@diabetes-0.5", "evaluate@diabetes", "aggregate"}
+        "validate", "fetch@diabetes", "pretrain@diabetes-0.2", "pretrain@diabetes-0.5", "evaluate@diabetes", "aggregate"}
     assert dry() == set()
     for name, patience in (("diabetes", 3), ("cmc", TINY["pretrain"]["patience"])):
         checkpoint = torch.load(work / "data" / "models" / name / "r0.2" / "seed0.pt", weights_only=True)
@@ -186,7 +134,7 @@ def test_only_affected_stages_rerun_after_params_edits(repo):
 
     # `dvc repro --dry` cannot know that changed outputs will change downstream stages: run it
     set_params(work, {"sources": {"cmc": {"openml_id": 20}}})  # another table from the snapshot
-    assert stages_run(run(["dvc", "repro"], work, env).stdout) == {"fetch@cmc", "preprocess@cmc", "split@cmc", "pretrain@cmc-0.2", "pretrain@cmc-0.5",
+    assert stages_run(run(["dvc", "repro"], work, env).stdout) == {"validate", "fetch@cmc", "preprocess@cmc", "split@cmc", "pretrain@cmc-0.2", "pretrain@cmc-0.5",
                      "evaluate@cmc", "baseline@knn-cmc", "aggregate"}
     assert dry() == set()
 
@@ -224,11 +172,7 @@ def test_a_second_repro_is_locked_out_and_a_killed_repro_is_redone_cleanly(repo)
 
     work, env, _ = repo
     original = (work / "params.yaml").read_text()
-    set_params(work, {"pretrain": {"lr": 0.002, "max_epochs": 300, "patience": 300}})
-    log_path = work.parent / "killed_repro.log"
-    with open(log_path, "w") as log:
-        first = subprocess.Popen(["dvc", "repro"], cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                 start_new_session=True)
+    first, log_path = start_long_repro(work, env, "killed_repro.log")
     try:
         deadline = time.time() + 600
         while "Running stage 'pretrain@" not in log_path.read_text():

@@ -1,0 +1,15 @@
+"""DVC stage `validate`: ``seba-validate`` ahead of every other stage.
+
+Every other stage depends on its output, so DVC runs it first, and when params.yaml (or a
+dataset name, a path, a requested device) is wrong it stops `dvc repro` before DVC removes any
+other stage's outputs. The output's bytes never change, so a valid edit reruns only the stages
+that read the edited keys (docs/failures.md).
+"""
+
+import sys
+
+from seba.cli import run_stage
+from seba.validate import main as validate
+
+if __name__ == "__main__":
+    run_stage("validate", lambda: sys.exit(validate(["--stamp"])))
