@@ -8,7 +8,7 @@ validation loss per epoch) and on the trained encoder's outputs for the validati
   for certain: the loss after the first epoch never changes at all (an encoder or projector
   collapsed to constant similarities: ``pretrain.lr: 1e6`` gives exactly ln(rows) from the
   first step on), or ``PLATEAU_EPOCHS`` epochs pass without any lower value. The committed
-  training logs (reports/runs/pretrain_log_2026-11-22_3seeds.json: 8 tables x 5 ratios x 3
+  training logs (reports/experiments/default_3seeds/pretrain_log.json: 8 tables x 5 ratios x 3
   seeds) first go below their first epoch by epoch 26 at the latest, and consecutive epochs'
   losses differ by 3e-6 (relative) or more in full-precision runs, against ``STUCK_TOLERANCE``.
   A run shorter than both (a few epochs with a short patience) is not judged by its loss.

@@ -188,7 +188,7 @@ def test_a_trained_encoder_passes(diabetes):
 
 def test_every_committed_default_run_passes_the_loss_check(root):
     """The thresholds against real training: 8 tables x 5 ratios x 3 seeds at the defaults."""
-    runs = json.loads((root / "reports/runs/pretrain_log_2026-11-22_3seeds.json").read_text())
+    runs = json.loads((root / "reports/experiments/default_3seeds/pretrain_log.json").read_text())
     assert len(runs) == 120
     for name, run in runs.items():
         assert loss_problem(run["val_loss"]) is None, name
