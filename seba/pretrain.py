@@ -39,7 +39,7 @@ from seba.objective import (
 )
 from seba.runtime import (Throttle, available_bytes, derive_seed, format_seconds, log, matmul_precision,
                           resolve_precision)
-from seba.training import EarlyStopping, FusedAdam, batch_slices, make_adam
+from seba.training import EarlyStopping, FusedAdam, batch_slices
 
 # With CUDA graphs a stack is compacted (stopped seeds dropped, graphs captured again) once this
 # share of its seeds has stopped; without graphs, as soon as one has.
@@ -78,11 +78,6 @@ def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
     if device.type != "cuda":
         return tensor.to(device)
     return tensor.pin_memory().to(device, non_blocking=True)
-
-
-def new_adam(params: list[torch.Tensor], lr: float, device: torch.device):
-    """``FusedAdam`` where torch has the fused kernel for the device, else torch's Adam."""
-    return FusedAdam(params, lr) if FusedAdam.available(device) else make_adam(params, lr, device)
 
 
 def build_models(n_features: int, cfg: PretrainConfig, seed: int) -> tuple[Encoder, Projector]:
@@ -248,7 +243,7 @@ def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float, cfg:
     encoder = StackedEncoder([e for e, _ in models]).to(device)
     projector = StackedProjector([p for _, p in models]).to(device)
     del models
-    optimiser = new_adam(list(encoder.parameters()) + list(projector.parameters()), cfg.lr, device)
+    optimiser = FusedAdam(list(encoder.parameters()) + list(projector.parameters()), cfg.lr)
 
     # The stack's tensors; ``active`` lists the seeds (indices into ``seeds``) still in it.
     active = list(range(len(seeds)))
@@ -310,19 +305,9 @@ def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float, cfg:
         nonlocal optimiser, X, V, val_masks, val_perms, graphs, active
         keep = [i for i, g in enumerate(active) if seeds[g].running]
         index = torch.tensor(keep, device=device)
-        old = list(encoder.parameters()) + list(projector.parameters())
         select_members(encoder, index)
         select_members(projector, index)
-        new = list(encoder.parameters()) + list(projector.parameters())
-        if isinstance(optimiser, FusedAdam):
-            optimiser = optimiser.select(new, index)
-        else:
-            state = optimiser.state
-            optimiser = make_adam(new, cfg.lr, device)
-            for before, after in zip(old, new):
-                if before in state:
-                    optimiser.state[after] = {key: (value[index] if value.dim() else value.clone())
-                                              for key, value in state[before].items()}
+        optimiser = optimiser.select(list(encoder.parameters()) + list(projector.parameters()), index)
         X, V = X[index], V[index]
         if val_batches:
             val_masks, val_perms = val_masks[index], val_perms[index]

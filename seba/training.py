@@ -70,10 +70,6 @@ class FusedAdam:
             [torch.zeros_like(p) for p in self.params], [torch.zeros_like(p) for p in self.params],
             [torch.zeros((), dtype=torch.float32, device=p.device) for p in self.params])
 
-    @staticmethod
-    def available(device: torch.device) -> bool:
-        return hasattr(torch, "_fused_adam_") and device.type in ("cpu", "cuda")
-
     def zero_grad(self, set_to_none: bool = True) -> None:
         for p in self.params:
             p.grad = None
