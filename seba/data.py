@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from seba.errors import ConfigError, DataError
-from seba.runtime import atomic_path, log
+from seba.runtime import atomic_path, lazy_module, log
+
+pd = lazy_module("pandas")  # pretraining reads encoded tables and splits only: no pandas import
 
 LABEL = "class"
 

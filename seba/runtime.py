@@ -20,6 +20,21 @@ import numpy as np
 from seba.errors import ConfigError, OutputError
 
 
+def lazy_module(name: str):
+    """``name`` imported on first use of one of its attributes (``importlib.util.LazyLoader``):
+    a stage that never touches it does not pay its import (pandas: about 0.3 s)."""
+    import importlib.util
+
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def repo_root(start: Path | None = None) -> Path:
     """The directory holding dvc.yaml, searched upwards from ``start`` (default: cwd)."""
     here = (start or Path.cwd()).resolve()

@@ -1,22 +1,33 @@
 """MLflow mirror of the pipeline: one run per stage instance, nested runs per seed.
 
-DVC outputs are the source of truth. Every MLflow call goes through ``Tracker``, which turns
-any MLflow failure (store unwritable, locked, missing) into one warning and carries on, so a
-stage always completes its DVC outputs.
+DVC outputs are the source of truth. A stage does not import MLflow (its import and store set-up
+cost 2-4 s, more than most stages' work): its ``Tracker`` writes the stage's run — params, tags,
+metric histories, nested runs, start and end times, copies of its artifacts — as one record in
+``data/tracking/``. The ``track`` stage, last in ``dvc.yaml``, pushes the waiting records into the
+MLflow store with their own times (``flush``; also ``seba-track`` / ``python -m seba.tracking``).
+Every failure, writing a record or pushing it, is one warning: a stage always completes its DVC
+outputs, and a record that could not be pushed stays for the next ``track``.
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
+import shutil
 import subprocess
+import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 from seba.runtime import log, repo_root
 
 EXPERIMENT = "seba"
+PENDING_DIR = "data/tracking"  # the records waiting for the track stage (git-ignored but for .gitignore)
 _BATCH = 1000  # MLflow's limit of metrics per log_batch call
+_PARAMS_BATCH = 100  # and of params
 
 
 def tracking_uri(root: Path | None = None) -> str:
@@ -25,6 +36,10 @@ def tracking_uri(root: Path | None = None) -> str:
         return os.environ["MLFLOW_TRACKING_URI"]
     root = root or repo_root()
     return f"sqlite:///{(root / 'mlflow.db').resolve()}"
+
+
+def pending_dir(root: Path | None = None) -> Path:
+    return (root or repo_root()) / PENDING_DIR
 
 
 def _git_commit(root: Path) -> str:
@@ -44,8 +59,21 @@ def _flatten(prefix: str, obj: Any, out: dict[str, str]) -> None:
         out[prefix] = str(list(obj) if isinstance(obj, tuple) else obj)[:6000]
 
 
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"
+
+
 class Tracker:
-    """Context manager around one stage instance's MLflow run."""
+    """Context manager around one stage instance's run, written as a record on exit.
+
+    ``run_id`` and the ids ``child`` returns name runs inside the record; ``flush`` maps them to
+    MLflow's run ids (the runs carry them as the tag ``seba.record_run``).
+    """
 
     def __init__(self, stage: str, run_name: str, params: dict | None = None,
                  tags: dict | None = None, root: Path | None = None):
@@ -54,105 +82,196 @@ class Tracker:
         self.run_name = run_name
         self.params = params or {}
         self.tags = tags or {}
-        self.client = None
         self.run_id: str | None = None
-        self.experiment_id: str | None = None
-        self.enabled = True
+        self.runs: dict[str, dict] = {}
+        self.artifacts: list[tuple[Path, str | None]] = []
 
-    # ------------------------------------------------------------------ failure policy
-    def _guard(self, what: str, fn, *args, **kwargs):
-        if not self.enabled:
-            return None
-        try:
-            return fn(*args, **kwargs)
-        except Exception as exc:  # MLflow raises many kinds; none may stop the stage
-            self.enabled = False
-            log(f"WARNING: MLflow {what} failed ({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}); "
-                f"tracking is off for the rest of this stage, its DVC outputs are unaffected")
-            return None
+    def _new_run(self, name: str, tags: dict, parent: str | None) -> str:
+        run_id = uuid.uuid4().hex
+        self.runs[run_id] = {"id": run_id, "parent": parent, "name": name,
+                             "tags": {k: str(v) for k, v in tags.items()}, "params": {}, "metrics": [],
+                             "start": _now_ms(), "end": None, "status": None, "artifacts": []}
+        return run_id
 
     # ------------------------------------------------------------------ runs
     def __enter__(self) -> "Tracker":
-        self._guard("start", self._start)
+        self._start()
         return self
 
     def _start(self) -> None:
-        os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-        os.environ.setdefault("DO_NOT_TRACK", "true")
-        from mlflow.tracking import MlflowClient
-
-        self.client = MlflowClient(tracking_uri=tracking_uri(self.root))
-        experiment = self.client.get_experiment_by_name(EXPERIMENT)
-        if experiment is None:
-            artifacts = (self.root / "mlartifacts").resolve().as_uri()
-            self.experiment_id = self.client.create_experiment(EXPERIMENT, artifact_location=artifacts)
-        else:
-            self.experiment_id = experiment.experiment_id
         tags = {"stage": self.stage, "git_commit": _git_commit(self.root), **self.tags}
-        run = self.client.create_run(self.experiment_id, run_name=self.run_name,
-                                     tags={k: str(v) for k, v in tags.items()})
-        self.run_id = run.info.run_id
+        self.run_id = self._new_run(self.run_name, tags, None)
         self.log_params(self.params)
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if self.run_id is not None:
-            status = "FINISHED" if exc_type is None else "FAILED"
-            self._guard("end run", self.client.set_terminated, self.run_id, status)
+        if self.run_id is None:
+            return
+        status = "FINISHED" if exc_type is None else "FAILED"
+        for run in self.runs.values():
+            if run["end"] is None:
+                run["end"], run["status"] = _now_ms(), status
+        try:
+            self._write()
+        except Exception as error:  # a full or read-only disk: the stage's outputs matter, not this
+            log(f"WARNING: MLflow record of '{self.run_name}' not written ({_first_line(error)}); "
+                f"its DVC outputs are unaffected")
+
+    def _write(self) -> None:
+        """The record and copies of its artifacts, made visible in one rename."""
+        spool = pending_dir(self.root)
+        spool.mkdir(parents=True, exist_ok=True)
+        name = f"{self.runs[self.run_id]['start']:013d}-{self.run_id}"
+        files = spool / f"{name}.files"
+        for n, (path, artifact_path) in enumerate(self.artifacts):
+            copy = files / str(n) / path.name
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            (shutil.copytree if path.is_dir() else shutil.copy2)(path, copy)
+            self.runs[self.run_id]["artifacts"].append([str(copy.relative_to(spool)), artifact_path])
+        record = {"version": 1, "stage": self.stage, "runs": list(self.runs.values())}
+        tmp = spool / f".{name}.json.tmp"
+        tmp.write_text(json.dumps(record))
+        os.replace(tmp, spool / f"{name}.json")
 
     def child(self, run_name: str, params: dict | None = None, tags: dict | None = None) -> str | None:
-        """Create a nested run (e.g. one per seed); returns its id (None if tracking is off)."""
-        def create():
-            all_tags = {"mlflow.parentRunId": self.run_id, "stage": self.stage, **self.tags, **(tags or {})}
-            run = self.client.create_run(self.experiment_id, run_name=run_name,
-                                         tags={k: str(v) for k, v in all_tags.items()})
-            if params:
-                self.log_params(params, run.info.run_id)
-            return run.info.run_id
+        """A nested run (e.g. one per seed); returns its id (None if tracking is off)."""
         if self.run_id is None:
             return None
-        return self._guard("create nested run", create)
+        all_tags = {"mlflow.parentRunId": self.run_id, "stage": self.stage, **self.tags, **(tags or {})}
+        run_id = self._new_run(run_name, all_tags, self.run_id)
+        if params:
+            self.log_params(params, run_id)
+        return run_id
 
     def end_child(self, run_id: str | None, failed: bool = False) -> None:
-        if run_id is not None:
-            self._guard("end nested run", self.client.set_terminated, run_id,
-                        "FAILED" if failed else "FINISHED")
+        if run_id is not None and run_id in self.runs:
+            self.runs[run_id]["end"] = _now_ms()
+            self.runs[run_id]["status"] = "FAILED" if failed else "FINISHED"
 
     # ------------------------------------------------------------------ logging
+    def _run(self, run_id: str | None) -> dict | None:
+        return self.runs.get(run_id or self.run_id) if (run_id or self.run_id) else None
+
     def log_params(self, params: dict, run_id: str | None = None) -> None:
-        flat: dict[str, str] = {}
-        _flatten("", params, flat)
-        if not flat:
-            return
-
-        def send():
-            from mlflow.entities import Param
-
-            items = [Param(k, v) for k, v in flat.items()]
-            for i in range(0, len(items), 100):
-                self.client.log_batch(run_id or self.run_id, params=items[i:i + 100])
-        self._guard("log params", send)
+        run = self._run(run_id)
+        if run is not None:
+            _flatten("", params, run["params"])
 
     def log_metrics(self, metrics: dict[str, float], run_id: str | None = None, step: int = 0) -> None:
         self.log_series({k: [(step, v)] for k, v in metrics.items()}, run_id)
 
     def log_series(self, series: dict[str, list[tuple[int, float]]], run_id: str | None = None) -> None:
-        """Log whole metric histories (e.g. a loss curve) in batches of 1000 points."""
-        def send():
-            from mlflow.entities import Metric
-
-            now = int(time.time() * 1000)
-            items = [Metric(key, float(value), now, int(step))
-                     for key, points in series.items() for step, value in points]
-            for i in range(0, len(items), _BATCH):
-                self.client.log_batch(run_id or self.run_id, metrics=items[i:i + _BATCH])
-        if run_id is None and self.run_id is None:
+        """Whole metric histories (e.g. a loss curve)."""
+        run = self._run(run_id)
+        if run is None:
             return
-        self._guard("log metrics", send)
+        now = _now_ms()
+        run["metrics"].extend([key, float(value), int(step), now] for key, points in series.items()
+                              for step, value in points)
 
     def log_artifacts(self, path: Path, artifact_path: str | None = None) -> None:
-        if self.run_id is None:
-            return
-        if Path(path).is_dir():
-            self._guard("log artifacts", self.client.log_artifacts, self.run_id, str(path), artifact_path)
-        else:
-            self._guard("log artifact", self.client.log_artifact, self.run_id, str(path), artifact_path)
+        """A file or directory, copied into the record when the stage ends."""
+        if self.run_id is not None:
+            self.artifacts.append((Path(path), artifact_path))
+
+
+# ---------------------------------------------------------------------- pushing records
+def _push(client, experiment_id: str, record: dict, spool: Path) -> dict[str, str]:
+    from mlflow.entities import Metric, Param
+
+    ids: dict[str, str] = {}
+    try:
+        for run in record["runs"]:  # parents come before their children
+            tags = dict(run["tags"], **{"seba.record_run": run["id"]})
+            if run["parent"] is not None:
+                tags["mlflow.parentRunId"] = ids[run["parent"]]
+            created = client.create_run(experiment_id, start_time=run["start"], tags=tags,
+                                        run_name=run["name"])
+            ids[run["id"]] = created.info.run_id
+            params = [Param(k, v) for k, v in run["params"].items()]
+            for i in range(0, len(params), _PARAMS_BATCH):
+                client.log_batch(ids[run["id"]], params=params[i:i + _PARAMS_BATCH])
+            metrics = [Metric(key, value, ts, step) for key, value, step, ts in run["metrics"]]
+            for i in range(0, len(metrics), _BATCH):
+                client.log_batch(ids[run["id"]], metrics=metrics[i:i + _BATCH])
+            for local, artifact_path in run["artifacts"]:
+                path = spool / local
+                if path.is_dir():
+                    client.log_artifacts(ids[run["id"]], str(path), artifact_path)
+                else:
+                    client.log_artifact(ids[run["id"]], str(path), artifact_path)
+            client.set_terminated(ids[run["id"]], run["status"], end_time=run["end"])
+    except BaseException:
+        for run_id in ids.values():  # no half-pushed record: it is pushed whole next time
+            try:
+                client.delete_run(run_id)
+            except Exception:
+                pass
+        raise
+    return ids
+
+
+def _remove_leftovers(spool: Path, age_seconds: float = 3600) -> None:
+    """What a stage killed while writing its record left: a temporary file, or artifact copies
+    without their record (an hour old, so that no stage is still writing them)."""
+    cutoff = time.time() - age_seconds
+    for path in [*spool.glob(".*.tmp"), *spool.glob("*.files")]:
+        if path.suffix == ".files" and path.with_suffix(".json").exists():
+            continue
+        if path.stat().st_mtime < cutoff:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def flush(root: Path | None = None) -> dict[str, str]:
+    """Push every waiting record into MLflow, oldest first; returns record run id -> MLflow run id.
+
+    MLflow is imported only when there is something to push. One process at a time (a lock
+    file); a failure is a warning, and the records not pushed stay for the next call.
+    """
+    root = root or repo_root()
+    spool = pending_dir(root)
+    if spool.is_dir():
+        _remove_leftovers(spool)
+    if not any(spool.glob("*.json")):
+        return {}
+    ids: dict[str, str] = {}
+    with open(spool / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        records = sorted(spool.glob("*.json"))
+        if not records:
+            return ids
+        try:
+            os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+            os.environ.setdefault("DO_NOT_TRACK", "true")
+            from mlflow.tracking import MlflowClient
+
+            client = MlflowClient(tracking_uri=tracking_uri(root))
+            experiment = client.get_experiment_by_name(EXPERIMENT)
+            if experiment is None:
+                artifacts = (root / "mlartifacts").resolve().as_uri()
+                experiment_id = client.create_experiment(EXPERIMENT, artifact_location=artifacts)
+            else:
+                experiment_id = experiment.experiment_id
+        except Exception as exc:  # MLflow raises many kinds; none may stop the pipeline
+            log(f"WARNING: MLflow start failed ({_first_line(exc)}); {len(records)} stage record(s) wait in "
+                f"{PENDING_DIR}/ for the next `track` stage; the DVC outputs are unaffected")
+            return ids
+        for n, path in enumerate(records):
+            try:
+                record = json.loads(path.read_text())
+                ids.update(_push(client, experiment_id, record, spool))
+            except Exception as exc:
+                log(f"WARNING: MLflow push of {path.name} failed ({_first_line(exc)}); {len(records) - n} stage "
+                    f"record(s) wait in {PENDING_DIR}/ for the next `track` stage; the DVC outputs are unaffected")
+                return ids
+            shutil.rmtree(path.with_suffix(".files"), ignore_errors=True)
+            path.unlink()
+    log(f"[track] {len(records)} stage run(s) pushed to MLflow ({tracking_uri(root)})")
+    return ids
+
+
+def main() -> None:
+    flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

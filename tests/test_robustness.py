@@ -351,7 +351,7 @@ def test_an_awkward_local_table_is_read_and_encoded(repo, monkeypatch, capsys):
 
 @pytest.fixture()
 def no_mlflow(monkeypatch):
-    """Stages without their MLflow runs (creating a fresh store costs seconds; tracking is tested apart)."""
+    """Stages without their MLflow records (tracking is tested apart)."""
     from seba.tracking import Tracker
 
     monkeypatch.setattr(Tracker, "_start", lambda self: None)
@@ -635,6 +635,8 @@ def test_a_declared_type_keeps_an_id_and_reads_codes_as_levels(repo, no_mlflow, 
 def test_the_schema_report_is_written_logged_and_in_mlflow(repo, monkeypatch, capsys):
     from mlflow.tracking import MlflowClient
 
+    from seba.tracking import flush
+
     frame = signal_table(120)
     frame["city"] = np.random.default_rng(2).choice(["north", "south", "?"], len(frame))
     frame.loc[0, "x2"] = np.inf
@@ -653,6 +655,7 @@ def test_the_schema_report_is_written_logged_and_in_mlflow(repo, monkeypatch, ca
     assert report["warnings"] == ["column 'x2': 1 infinite value(s) read as missing (row 0)"]
     assert f"[preprocess mine] {report['summary_line']} (data/processed/mine.schema.json)" in output
     assert "[preprocess mine] WARNING column 'x2': 1 infinite value(s) read as missing (row 0)" in output
+    flush(repo)  # what the `track` stage does
     client = MlflowClient(tracking_uri=f"sqlite:///{repo / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("seba").experiment_id],
                               filter_string="tags.stage = 'preprocess'")

@@ -1,53 +1,118 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from mlflow.tracking import MlflowClient
 
-from seba.tracking import Tracker
+from seba.tracking import PENDING_DIR, Tracker, flush
 
 
-def test_tracker_logs_runs_children_and_long_curves(tmp_path, monkeypatch):
+def _records(root):
+    return sorted((root / PENDING_DIR).glob("*.json"))
+
+
+def test_tracker_records_runs_children_and_long_curves_and_track_pushes_them(tmp_path, monkeypatch):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     curve = [(step, 1.0 / step) for step in range(1, 2501)]  # more than one log_batch call
+    (tmp_path / "table.csv").write_text("a,b\n1,2\n")
     with Tracker("pretrain", "pretrain toy", params={"pretrain": {"lr": 0.001}}, tags={"dataset": "toy"},
                  root=tmp_path) as tracker:
         child = tracker.child("seed 0", params={"seed": 0})
         tracker.log_series({"val_loss": curve}, child)
         tracker.log_metrics({"best_epoch": 3}, child)
         tracker.end_child(child)
+        tracker.log_artifacts(tmp_path / "table.csv")
+    (tmp_path / "table.csv").write_text("changed after the stage\n")  # the record keeps the stage's copy
+    [record] = _records(tmp_path)
+    runs = json.loads(record.read_text())["runs"]
+    assert [r["name"] for r in runs] == ["pretrain toy", "seed 0"]
+    assert runs[0]["start"] <= runs[1]["start"] <= runs[1]["end"] <= runs[0]["end"]
+
+    ids = flush(tmp_path)
+    assert _records(tmp_path) == [] and not list((tmp_path / PENDING_DIR).glob("*.files"))
     client = MlflowClient(tracking_uri=uri)
-    parent = client.get_run(tracker.run_id)
+    parent = client.get_run(ids[tracker.run_id])
     assert parent.data.params["pretrain.lr"] == "0.001" and parent.data.tags["dataset"] == "toy"
-    assert parent.info.status == "FINISHED"
-    history = client.get_metric_history(child, "val_loss")
+    assert parent.data.tags["stage"] == "pretrain" and parent.info.status == "FINISHED"
+    assert (parent.info.start_time, parent.info.end_time) == (runs[0]["start"], runs[0]["end"])  # the stage's times
+    history = client.get_metric_history(ids[child], "val_loss")
     assert len(history) == 2500
-    assert client.get_run(child).data.tags["mlflow.parentRunId"] == tracker.run_id
+    assert client.get_run(ids[child]).data.tags["mlflow.parentRunId"] == parent.info.run_id
+    local = client.download_artifacts(parent.info.run_id, "table.csv", str(tmp_path / "download"))
+    assert Path(local).read_text() == "a,b\n1,2\n"
+    assert flush(tmp_path) == {}  # nothing waits: nothing pushed twice
 
 
-def test_tracker_failure_is_a_warning(tmp_path, monkeypatch, capsys):
+def test_a_failed_stage_records_a_failed_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    try:
+        with Tracker("fetch", "fetch toy", root=tmp_path) as tracker:
+            child = tracker.child("seed 0")
+            raise ValueError("boom")
+    except ValueError:
+        pass
+    ids = flush(tmp_path)
+    client = MlflowClient(tracking_uri=os.environ["MLFLOW_TRACKING_URI"])
+    assert client.get_run(ids[tracker.run_id]).info.status == "FAILED"
+    assert client.get_run(ids[child]).info.status == "FAILED"
+
+
+def test_a_broken_store_is_a_warning_and_the_records_wait_for_the_next_push(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:////proc/seba-no-such-dir/mlflow.db")
     with Tracker("fetch", "fetch toy", root=tmp_path) as tracker:
         tracker.log_metrics({"rows": 3})
-        assert tracker.child("seed 0") is None
+    assert flush(tmp_path) == {}
     assert "WARNING: MLflow start failed" in capsys.readouterr().err
+    assert len(_records(tmp_path)) == 1
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    ids = flush(tmp_path)
+    assert MlflowClient(tracking_uri=uri).get_run(ids[tracker.run_id]).data.metrics["rows"] == 3
+    assert _records(tmp_path) == []
 
 
-def test_a_locked_store_is_a_warning_and_the_work_goes_on(tmp_path, monkeypatch, capsys):
-    """Another process holds the SQLite store's write lock for the whole stage: the stage warns
-    (after the driver's busy timeout) instead of failing or hanging."""
+def test_an_unwritable_record_is_a_warning(tmp_path, capsys):
+    (tmp_path / "data").write_text("a file where the records' directory should be")
+    with Tracker("fetch", "fetch toy", root=tmp_path) as tracker:
+        tracker.log_metrics({"rows": 3})
+    assert "WARNING: MLflow record of 'fetch toy' not written" in capsys.readouterr().err
+
+
+def test_a_locked_store_is_a_warning_and_nothing_is_half_pushed(tmp_path, monkeypatch, capsys):
+    """Another process holds the SQLite store's write lock: the push warns (after the driver's
+    busy timeout) instead of failing or hanging, and the record is pushed whole later."""
     import sqlite3
-    import time
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     with Tracker("fetch", "create the store", root=tmp_path):
-        pass  # creates the schema
+        pass
+    flush(tmp_path)  # creates the schema
+    with Tracker("fetch", "fetch while locked", root=tmp_path) as tracker:
+        tracker.log_metrics({"rows": 3})
     holder = sqlite3.connect(tmp_path / "mlflow.db", timeout=0.1)
     holder.execute("BEGIN EXCLUSIVE")
     try:
-        start = time.perf_counter()
-        with Tracker("fetch", "fetch while locked", root=tmp_path) as tracker:
-            tracker.log_metrics({"rows": 3})
-        assert time.perf_counter() - start < 120
+        assert flush(tmp_path) == {}
     finally:
         holder.rollback()
         holder.close()
-    assert "WARNING: MLflow" in capsys.readouterr().err
+    assert "WARNING: MLflow" in capsys.readouterr().err and len(_records(tmp_path)) == 1
+    ids = flush(tmp_path)
+    client = MlflowClient(tracking_uri=uri)
+    runs = client.search_runs([client.get_experiment_by_name("seba").experiment_id],
+                              filter_string="attributes.run_name = 'fetch while locked'")
+    assert [r.info.run_id for r in runs] == [ids[tracker.run_id]]
+
+
+def test_a_stage_never_imports_mlflow(tmp_path):
+    """MLflow's import and store set-up cost seconds; a stage's Tracker only writes a record."""
+    code = ("import sys\nfrom pathlib import Path\nfrom seba.tracking import Tracker\n"
+            f"with Tracker('split', 'split toy', params={{'a': 1}}, root=Path({str(tmp_path)!r})) as t:\n"
+            "    t.log_metrics({'rows': 1}, t.child('seed 0'))\n"
+            "assert not any(m.startswith('mlflow') for m in sys.modules), 'mlflow imported'\n")
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "MLFLOW_TRACKING_URI": ""})
+    assert len(_records(tmp_path)) == 1

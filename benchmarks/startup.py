@@ -1,0 +1,136 @@
+"""What a DVC stage instance costs beyond its work: `dvc repro` of a pipeline whose stages do
+almost nothing, for a baseline revision and for this tree, in the same run.
+
+Usage (repository root):
+    python benchmarks/startup.py [--baseline-rev REV] [--datasets cmc,diabetes] [--repeats 2]
+
+Both trees get the same tiny params (seed 0, the given datasets, all five ratios, one epoch,
+two episodes, kNN and logistic regression), are built once with `dvc repro`, then timed:
+`dvc repro --force` (every stage instance reruns; alternating baseline / tree, ``--repeats``
+times each) and a no-op `dvc repro` (three times each). Printed per tree: wall seconds, stage
+instances, wall and CPU seconds per instance (CPU: user + system of all processes, robust to a
+busy machine), and the ratios to the baseline. Each tree runs its own ``seba`` (PYTHONPATH) in
+this environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def tiny_params(work: Path, datasets: list[str]) -> None:
+    params = yaml.safe_load((work / "params.yaml").read_text())
+    params["seeds"] = [0]
+    params["datasets"] = datasets
+    params["pretrain"].update({"max_epochs": 1, "patience": 1})
+    params["evaluate"]["episodes"] = 2
+    params["baselines"]["methods"] = ["knn", "logreg"]
+    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+def checkout(rev: str | None, work: Path) -> None:
+    """``rev`` extracted from git, or (None) this working tree's files."""
+    work.mkdir(parents=True)
+    if rev is None:
+        files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                               text=True, check=True).stdout.split()
+        for name in files:
+            if (ROOT / name).is_file():
+                (work / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ROOT / name, work / name)
+    else:
+        archive = subprocess.run(["git", "archive", rev], cwd=ROOT, capture_output=True, check=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(work, filter="data")
+    for stale in ("dvc.lock", "reports"):
+        path = work / stale
+        shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+
+
+def run(cmd: list[str], work: Path, env: dict) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds of the process tree, output)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    result = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed in {work}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, result.stdout + result.stderr
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--baseline-rev", default="4769afd",
+                        help="git revision of the baseline (default: stages that import MLflow)")
+    parser.add_argument("--datasets", default="cmc,diabetes")
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    datasets = args.datasets.split(",")
+    scratch = Path(tempfile.mkdtemp(prefix="seba-startup-"))
+    trees = {"baseline": args.baseline_rev, "this tree": None}
+    env_of, results = {}, {name: {"wall": [], "cpu": [], "instances": [], "noop": []} for name in trees}
+    try:
+        for name, rev in trees.items():
+            work = scratch / name.replace(" ", "_")
+            checkout(rev, work)
+            tiny_params(work, datasets)
+            env = {**os.environ, "PYTHONPATH": str(work), "DVC_NO_ANALYTICS": "1",
+                   "MLFLOW_DISABLE_TELEMETRY": "true",
+                   "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+            env.pop("MLFLOW_TRACKING_URI", None)
+            for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                        ["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "bench"]):
+                subprocess.run(cmd, cwd=work, env=env, check=True, capture_output=True)
+            run(["dvc", "repro"], work, env)  # builds it (and creates its MLflow store)
+            env_of[name] = (work, env)
+        for _ in range(args.repeats):
+            for name in trees:
+                work, env = env_of[name]
+                wall, cpu, output = run(["dvc", "repro", "--force"], work, env)
+                n = len(re.findall(r"Running stage '", output))
+                results[name]["wall"].append(wall)
+                results[name]["cpu"].append(cpu)
+                results[name]["instances"].append(n)
+                print(f"{name}: dvc repro --force {wall:.1f} s wall, {cpu:.1f} s CPU, {n} stage instances",
+                      flush=True)
+        for _ in range(3):
+            for name in trees:
+                work, env = env_of[name]
+                results[name]["noop"].append(run(["dvc", "repro"], work, env)[0])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"\nmedians over {args.repeats} forced runs (datasets {args.datasets}, 5 ratios, 1 epoch, 2 episodes, "
+          f"kNN + logistic regression) and 3 no-op runs")
+    print(f"{'tree':<10} {'instances':>9} {'wall s':>8} {'wall s/inst':>11} {'CPU s/inst':>10} {'no-op s':>8}")
+    base = None
+    for name in trees:
+        r = results[name]
+        n = statistics.median(r["instances"])
+        row = (statistics.median(r["wall"]), statistics.median(r["wall"]) / n, statistics.median(r["cpu"]) / n,
+               statistics.median(r["noop"]))
+        base = base or row
+        print(f"{name:<10} {n:>9.0f} {row[0]:>8.1f} {row[1]:>11.2f} {row[2]:>10.2f} {row[3]:>8.2f}")
+    print(f"ratio      {'':>9} {base[0] / row[0]:>7.2f}x {base[1] / row[1]:>10.2f}x {base[2] / row[2]:>9.2f}x "
+          f"{base[3] / row[3]:>7.2f}x  (baseline / this tree)")
+
+
+if __name__ == "__main__":
+    main()

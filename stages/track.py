@@ -1,0 +1,10 @@
+"""DVC stage `track`: pushes the stage records waiting in data/tracking/ into the MLflow store.
+
+Stages write their runs as records instead of importing MLflow (seba/tracking.py); this stage,
+last in the graph, sends them, each with its own start and end times."""
+
+from seba.cli import run_stage
+from seba.tracking import flush
+
+if __name__ == "__main__":
+    run_stage("track", flush)
