@@ -116,6 +116,24 @@ class EvaluateConfig:
 
 
 @dataclass(frozen=True)
+class AnalysisConfig:
+    """The paper's two k-NN analyses (stage `analysis@<dataset>`, docs/analyses.md)."""
+
+    ratio: float = 0.2  # separation ratio of the target views (the paper's 0.2)
+    masks: int = 100  # random separations on batches (the paper's 100)
+    split_masks: int = 10  # on the whole train split (not in the paper; O(rows^2) per mask: income ~20 s)
+    max_k: int = 20  # neighbours inspected: k = 1 .. max_k (the paper does not say)
+    batch_rows: int = 1024  # rows per batch of the batch-level fraction (pretraining's batch size)
+    consistency_k: int = 10  # neighbours of the label-consistency analysis (the paper's 10)
+    seed: int = 0  # draws the masks and the batches
+
+    POSITIVE: ClassVar[tuple[str, ...]] = ("masks", "split_masks", "max_k", "batch_rows", "consistency_k")
+    FRACTIONS: ClassVar[tuple[str, ...]] = ("ratio",)
+    MAXIMUM: ClassVar[dict[str, int]] = {"masks": 10_000, "split_masks": 10_000, "max_k": 1000,
+                                         "consistency_k": 1000}
+
+
+@dataclass(frozen=True)
 class KnnConfig:
     k: int = 1  # neighbours for 5- and 10-shot (capped at the support size); 1-shot always uses k = 1
 
@@ -319,6 +337,7 @@ class Params:
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     evaluate: EvaluateConfig = field(default_factory=EvaluateConfig)
     baselines: BaselinesConfig = field(default_factory=BaselinesConfig)
+    analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
 
     def pretrain_for(self, dataset: str) -> PretrainConfig:
         """The `pretrain` settings one dataset trains with: the section, with the dataset's own
@@ -528,7 +547,7 @@ def parse_params(raw: Any) -> Params:
     """Validate a parsed params.yaml and return typed params (raises ConfigError)."""
     if not isinstance(raw, dict):
         raise ConfigError("params.yaml must be a mapping at the top level")
-    top = ["seeds", "datasets", "sources", "fetch", "split", "pretrain", "evaluate", "baselines"]
+    top = ["seeds", "datasets", "sources", "fetch", "split", "pretrain", "evaluate", "baselines", "analysis"]
     _reject_unknown("", raw, top)
     for key in ("seeds", "datasets", "sources"):
         if key not in raw:
@@ -577,6 +596,7 @@ def parse_params(raw: Any) -> Params:
         pretrain=_section("pretrain", PretrainConfig, raw.get("pretrain")),
         evaluate=_section("evaluate", EvaluateConfig, raw.get("evaluate")),
         baselines=_baselines(raw.get("baselines")),
+        analysis=_section("analysis", AnalysisConfig, raw.get("analysis")),
     )
     _check_ranges(params)
     return params
@@ -629,6 +649,10 @@ def _check_ranges(p: Params) -> None:
         raise ConfigError(f"params.yaml: 'evaluate.shots' must be positive, got {list(p.evaluate.shots)}")
     if len(set(p.evaluate.shots)) != len(p.evaluate.shots):
         raise ConfigError(f"params.yaml: 'evaluate.shots' has duplicates: {list(p.evaluate.shots)}")
+    if p.analysis.ratio >= 1:  # a target view of every column leaves no feature view
+        raise ConfigError(f"params.yaml: 'analysis.ratio' must lie in (0, 1), got {p.analysis.ratio}")
+    if not 0 <= p.analysis.seed <= SEED_MAX:
+        raise ConfigError(f"params.yaml: 'analysis.seed' must lie in [0, {SEED_MAX}], got {p.analysis.seed}")
     if p.evaluate.prototype_shots and any(s <= 0 for s in p.evaluate.prototype_shots):
         raise ConfigError("params.yaml: 'evaluate.prototype_shots' must be positive")
 

@@ -109,10 +109,26 @@ def expand(dep: str) -> set[str]:
     return {dep}
 
 
+PIPELINES = ("dvc.yaml", "analyses/dvc.yaml")  # the main pipeline and the opt-in one (paths from the root)
+
+
 def stages() -> dict[str, dict]:
-    """Stage name -> {'cmd': ..., 'deps': [...]} with the foreach / matrix body unwrapped."""
-    spec = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    return {name: body.get("do", body) for name, body in spec.items()}
+    """Stage name -> {'cmd': ..., 'deps': [...]} with the foreach / matrix body unwrapped, for
+    every pipeline file (``analyses/dvc.yaml:<stage>`` for the opt-in one)."""
+    found = {}
+    for pipeline in PIPELINES:
+        spec = yaml.safe_load((ROOT / pipeline).read_text())["stages"]
+        prefix = "" if pipeline == "dvc.yaml" else f"{pipeline}:"
+        found.update({prefix + name: body.get("do", body) for name, body in spec.items()})
+    return found
+
+
+def test_every_pipeline_file_is_checked():
+    files = {p.relative_to(ROOT).as_posix() for p in ROOT.rglob("dvc.yaml")
+             if not {".venv", ".git", ".dvc"} & set(p.relative_to(ROOT).parts)}
+    assert files == set(PIPELINES)
+    for pipeline in PIPELINES[1:]:  # an opt-in stage's paths are the root's
+        assert all(body.get("wdir") == ".." for body in yaml.safe_load((ROOT / pipeline).read_text())["stages"].values())
 
 
 def script_of(stage: dict) -> str:

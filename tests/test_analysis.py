@@ -1,0 +1,128 @@
+"""The paper's k-NN analyses (seba/analysis.py, stage `analysis` in analyses/dvc.yaml)."""
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+
+from seba.analysis import (ensemble_features, knn_fraction, label_consistency, nearest_neighbours,
+                           same_class_fraction)
+from seba.config import AnalysisConfig, parse_params
+from seba.errors import ConfigError
+
+SMALL = AnalysisConfig(masks=4, split_masks=2, max_k=5, batch_rows=64, consistency_k=5)
+
+
+def test_nearest_neighbours_match_a_brute_force_search():
+    x = torch.randn(300, 6, dtype=torch.float32, generator=torch.Generator().manual_seed(0))
+    found = nearest_neighbours(x, 4, torch.Generator().manual_seed(1))
+    dist = torch.cdist(x, x)
+    dist.fill_diagonal_(float("inf"))
+    assert torch.equal(found, dist.argsort(dim=1)[:, :4])
+    cosine = nearest_neighbours(x, 3, torch.Generator().manual_seed(1), cosine=True)
+    sim = torch.nn.functional.normalize(x, dim=1) @ torch.nn.functional.normalize(x, dim=1).T
+    sim.fill_diagonal_(-float("inf"))
+    assert torch.equal(cosine, sim.argsort(dim=1, descending=True)[:, :3])
+
+
+def test_ties_go_to_random_rows_not_to_the_table_order():
+    """A one-hot view puts many rows at distance 0: the neighbour among them is the first in a
+    random order of the rows (as pretraining's argmin in a shuffled batch), not the first row of
+    the table (tables are often sorted by class)."""
+    x = torch.zeros(200, 1)
+    chosen = set()
+    for seed in range(20):
+        first = nearest_neighbours(x, 1, torch.Generator().manual_seed(seed))[:, 0]
+        assert (first != torch.arange(200)).all()  # never itself
+        chosen.add(int(first[5]))
+    assert len(chosen) > 10
+
+
+def test_same_class_fraction_counts_the_first_k_neighbours():
+    neighbours = torch.tensor([[1, 2, 3], [0, 3, 2], [3, 0, 1], [2, 1, 0]])
+    y = torch.tensor([0, 0, 1, 1])
+    # row 0: same, diff, diff; row 1: same, diff, diff; row 2: same, diff, diff; row 3: same, diff, diff
+    assert torch.allclose(same_class_fraction(neighbours, y), torch.tensor([1.0, 0.5, 1 / 3], dtype=torch.float64))
+
+
+def _table(n: int, signal: bool, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    x = rng.normal(size=(n, 6)).astype(np.float32)
+    if signal:
+        x += 10.0 * y[:, None]  # every column tells the class
+    return x, y, np.arange(6)
+
+
+def test_a_view_that_tells_the_class_gives_fraction_one_and_noise_the_class_share():
+    x, y, groups = _table(400, signal=True)
+    result = knn_fraction(x, y, groups, SMALL, "toy")
+    assert result["batch"].shape == (4, 5) and result["split"].shape == (2, 5)
+    assert result["batch"].min() > 0.97 and result["split"].min() > 0.97
+    x, y, groups = _table(400, signal=False)
+    result = knn_fraction(x, y, groups, SMALL, "toy")
+    assert abs(result["split"].mean() - 0.5) < 0.05
+
+
+def test_the_analysis_is_deterministic_from_its_seed():
+    x, y, groups = _table(200, signal=False)
+    a = knn_fraction(x, y, groups, SMALL, "toy")
+    assert all(np.array_equal(a[v], knn_fraction(x, y, groups, SMALL, "toy")[v]) for v in a)
+    b = knn_fraction(x, y, groups, dataclasses.replace(SMALL, seed=1), "toy")
+    assert not np.array_equal(a["batch"], b["batch"])
+
+
+def test_label_consistency_groups_rows_by_their_input_neighbours():
+    x, y, _ = _table(300, signal=False)  # input space: noise
+    separated = np.eye(2, dtype=np.float32)[y] * 10  # a latent space that tells the class
+    rows = pd.DataFrame(label_consistency(x, {"ensemble": separated}, y, SMALL, "toy"))
+    assert set(rows["metric"]) == {"euclidean", "cosine"} and set(rows["c_in"]) == set(range(6))
+    assert rows.groupby("metric")["rows"].sum().eq(300).all()
+    filled = rows[rows["rows"] > 0]
+    assert np.allclose(filled["mean_c_lat"], 5.0)  # every latent neighbour is of the same class
+
+
+def test_the_ensemble_normalises_each_encoder():
+    a = np.array([[3.0, 4.0]], dtype=np.float32)
+    b = np.array([[0.0, 10.0]], dtype=np.float32)
+    assert np.allclose(ensemble_features([a, b]), [[0.6, 0.8, 0.0, 1.0]])
+
+
+@pytest.mark.parametrize("key, value, fragment", [
+    ("ratio", 1.5, "'analysis.ratio' must lie in (0, 1]"),
+    ("ratio", 1.0, "'analysis.ratio' must lie in (0, 1)"),
+    ("masks", 0, "'analysis.masks' must be > 0"),
+    ("seed", -1, "'analysis.seed' must lie in [0, 4294967295]"),
+    ("maskz", 3, "unknown key 'analysis.maskz' (did you mean 'masks'?)"),
+])
+def test_analysis_params_are_checked_by_name(root, key, value, fragment):
+    raw = yaml.safe_load((root / "params.yaml").read_text())
+    raw.setdefault("analysis", {})[key] = value
+    with pytest.raises(ConfigError) as error:
+        parse_params(raw)
+    assert fragment in str(error.value)
+
+
+@pytest.mark.slow
+def test_the_analysis_stage_runs_only_when_asked_and_writes_its_report(tiny_pipeline):
+    from tiny_pipeline import run, stages_run
+
+    work, env, _ = tiny_pipeline
+    assert stages_run(run(["dvc", "repro", "--dry"], work, env).stdout) == set()  # not in `dvc repro`
+    result = run(["dvc", "repro", "analyses/dvc.yaml"], work, env)
+    assert stages_run(result.stdout) == {"analyses/dvc.yaml:analysis", "analyses/dvc.yaml:track"}
+    out = work / "reports" / "analysis"
+    fraction = pd.read_csv(out / "knn_fraction.csv")
+    assert set(fraction["dataset"]) == {"diabetes", "cmc"} and set(fraction["view"]) == {"batch", "split"}
+    assert fraction["same_class_fraction"].between(0, 1).all()
+    consistency = pd.read_csv(out / "label_consistency.csv")
+    assert set(consistency["space"]) == {"r0.2", "r0.5", "ensemble"}
+    for png in ("knn_fraction.png", "label_consistency.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| diabetes |" in (out / "README.md").read_text()
+    assert yaml.safe_load((out / "params.yaml").read_text())["pretrain.ratios"] == [0.2, 0.5]
+    assert stages_run(run(["dvc", "repro", "analyses/dvc.yaml"], work, env).stdout) == set()
+    assert stages_run(run(["dvc", "repro", "--dry"], work, env).stdout) == set()
