@@ -24,7 +24,7 @@ def test_repro_builds_every_stage_and_the_reports(repo):
     expected = {"validate", "fetch@diabetes", "fetch@cmc", "preprocess@diabetes", "preprocess@cmc", "split@diabetes",
                 "split@cmc", "pretrain@diabetes-0.2", "pretrain@diabetes-0.5", "pretrain@cmc-0.2",
                 "pretrain@cmc-0.5", "evaluate@diabetes", "evaluate@cmc", "baseline@knn-diabetes",
-                "baseline@knn-cmc", "aggregate"}
+                "baseline@knn-cmc", "aggregate", "theorem"}
     assert stages_run(output) == expected
     assert "using the offline snapshot" in output or '"source": "openml"' in (work / "data/raw/cmc.json").read_text()
     for ratio in ("r0.2", "r0.5"):
@@ -65,7 +65,8 @@ def test_mlflow_has_a_run_per_stage_with_seed_children(repo):
     for r in parents:
         by_stage.setdefault(r.data.tags["stage"], []).append(r)
     assert {k: len(v) for k, v in by_stage.items()} == {
-        "fetch": 2, "preprocess": 2, "split": 2, "pretrain": 4, "evaluate": 2, "baseline": 2, "aggregate": 1}
+        "fetch": 2, "preprocess": 2, "split": 2, "pretrain": 4, "evaluate": 2, "baseline": 2, "aggregate": 1,
+        "theorem": 1}
     assert all(r.info.status == "FINISHED" for r in runs)
     pretrain = by_stage["pretrain"][0]
     assert pretrain.data.params["pretrain.lr"] == "0.001"

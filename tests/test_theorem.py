@@ -4,6 +4,7 @@ import copy
 import json
 import math
 import os
+import runpy
 import subprocess
 import sys
 
@@ -49,6 +50,10 @@ def test_views_of_a_sparse_offset_miss_it_with_probability_one_minus_n_over_d():
     assert view_separations("sparse", 64, 16, 32.0) == [(0.25, 32.0), (0.75, 0.0)]
     assert view_separations("sparse", 8, 8, 5.0) == [(1.0, 5.0)]
     assert [view_size(64, r) for r in (0.01, 0.1, 0.3, 1.0)] == [1, 6, 19, 64]
+    # D = 64, n = 16: shared/docs/paper-experiments.md gives 0.474, 0.420, 0.376, 0.375, 0.375
+    expected = [sum(w * mismatch_probability(16, s2, 20_000, seed=0)[0]
+                    for w, s2 in view_separations("sparse", 64, 16, d2)) for d2 in (4.0, 16.0, 64.0, 256.0, 1024.0)]
+    assert expected == pytest.approx([0.474, 0.420, 0.376, 0.375, 0.375], abs=0.005)
 
 
 def test_the_sparse_counterexample_violates_the_bound_for_any_constant():
@@ -145,7 +150,15 @@ def test_the_stage_writes_its_report_from_its_params(root, tmp_path):
     run = client.search_runs([client.get_experiment_by_name("seba").experiment_id])[0]
     assert run.data.params["trials"] == "4000" and run.data.metrics["sparse_violations"] == summary["sparse_violations"]
 
+
+
+def test_the_stage_names_a_bad_key_and_writes_nothing(root, tmp_path, monkeypatch, capsys):
+    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"theorem": {**TINY, "masks": 0}}))
-    result = subprocess.run([sys.executable, str(root / "stages" / "theorem.py")], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 2 and "error in stage 'theorem': params.yaml: 'theorem.masks'" in result.stderr
+    monkeypatch.chdir(tmp_path)
+    stage = runpy.run_path(str(root / "stages" / "theorem.py"))
+    with pytest.raises(SystemExit) as exit_info:
+        stage["run_stage"]("theorem", stage["main"])
+    assert exit_info.value.code == 2
+    assert "error in stage 'theorem': params.yaml: 'theorem.masks' must lie in [1, 100000], got 0" in capsys.readouterr().err
+    assert not (tmp_path / "reports").exists()
