@@ -547,7 +547,9 @@ def parse_params(raw: Any) -> Params:
     """Validate a parsed params.yaml and return typed params (raises ConfigError)."""
     if not isinstance(raw, dict):
         raise ConfigError("params.yaml must be a mapping at the top level")
-    top = ["seeds", "datasets", "sources", "fetch", "split", "pretrain", "evaluate", "baselines", "analysis"]
+    # `theorem` is read and checked by seba.theorem (its own stage, no data)
+    top = ["seeds", "datasets", "sources", "fetch", "split", "pretrain", "evaluate", "baselines", "analysis",
+           "theorem"]
     _reject_unknown("", raw, top)
     for key in ("seeds", "datasets", "sources"):
         if key not in raw:

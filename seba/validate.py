@@ -24,6 +24,7 @@ from seba.config import Params, load_params
 from seba.data import check_shots, load_local_table, load_snapshot, make_split, read_manifest
 from seba.errors import ConfigError, DataError
 from seba.runtime import repo_root, select_device, write_text
+from seba.theorem import load_theorem
 
 # What the `validate` stage writes when every check passes: the same bytes whatever the params,
 # so that stages after it (every other stage depends on it) rerun only for their own reasons.
@@ -83,6 +84,7 @@ def validate(root: Path) -> list[str]:
     """All problems found, as messages (empty when the params are usable)."""
     try:
         params = load_params(root / "params.yaml")
+        load_theorem(root / "params.yaml")  # the `theorem` section (its stage reads it itself)
     except ConfigError as exc:
         return [str(exc)]
     problems = _check_devices(params)

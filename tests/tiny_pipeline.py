@@ -19,6 +19,7 @@ TINY = {
     "pretrain": {"ratios": [0.2, 0.5], "max_epochs": 4, "patience": 2},
     "evaluate": {"episodes": 3},
     "baselines": {"methods": ["knn"]},
+    "theorem": {"dims": [16], "separations": [4, 64], "trials": 1000, "batch_size": 64, "masks": 2},
 }
 
 
