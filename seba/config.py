@@ -12,7 +12,7 @@ import difflib
 import re
 from dataclasses import field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any
 
 import yaml
 from pydantic import AfterValidator, BeforeValidator

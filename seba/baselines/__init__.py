@@ -20,7 +20,7 @@ params.yaml; see docs/adding-a-method.md.
 import dataclasses
 
 from seba.errors import ConfigError
-from seba.schema import Float, Fraction, Int, PositiveFloat, PositiveInt, choice, section
+from seba.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
 
 # Each method's settings: the `baselines.<name>` section of params.yaml, its defaults written
 # here once (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
