@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from seba.config import AnalysisConfig, Params, ratio_tag
+from seba import paths
+from seba.config import AnalysisConfig, Params
 from seba.data import EncodedTable, load_split, scale
 from seba.objective import expand_mask, masked_group_count, sample_group_mask
 from seba.pretrain import encode
@@ -168,8 +169,8 @@ def analyse_dataset(params: Params, dataset: str, root: Path) -> tuple[list[dict
     """Both analyses on one table: (a) on the first seed's training rows, (b) on every seed's test
     rows with that seed's encoders (groups pooled over seeds)."""
     cfg = params.analysis
-    table = EncodedTable.load(root / "data" / "processed" / f"{dataset}.npz")
-    splits = root / "data" / "splits" / f"{dataset}.npz"
+    table = EncodedTable.load(paths.processed(root, dataset))
+    splits = paths.splits(root, dataset)
     split = load_split(splits, params.seeds[0])
     x_train = scale(table, split.train)[split.train]
     fractions = fraction_rows(dataset, knn_fraction(x_train, table.y[split.train], table.groups, cfg, dataset))
@@ -179,9 +180,9 @@ def analyse_dataset(params: Params, dataset: str, root: Path) -> tuple[list[dict
         x_test, y_test = scale(table, split.train)[split.test], table.y[split.test]
         per_ratio = {}
         for ratio in params.pretrain.ratios:
-            checkpoint = torch.load(root / "data" / "models" / dataset / ratio_tag(ratio) / f"seed{seed}.pt",
-                                    map_location="cpu", weights_only=True)
-            per_ratio[ratio_tag(ratio)] = encode(checkpoint["encoder"], checkpoint["model_config"], x_test,
+            checkpoint = torch.load(paths.checkpoint(root, dataset, ratio, seed), map_location="cpu",
+                                    weights_only=True)
+            per_ratio[paths.ratio_tag(ratio)] = encode(checkpoint["encoder"], checkpoint["model_config"], x_test,
                                                  torch.device("cpu")).numpy()
         latents = {**per_ratio, "ensemble": ensemble_features(list(per_ratio.values()))}
         for row in label_consistency(x_test, latents, y_test, cfg, f"{dataset}-{seed}"):

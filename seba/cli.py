@@ -3,6 +3,7 @@ non-zero exit, never a traceback."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from typing import Callable
@@ -17,6 +18,15 @@ if os.environ.get("DVC_STAGE"):
     from seba.runtime import exit_with_parent
 
     exit_with_parent()
+
+
+def parse_args(description: str, **options: type) -> argparse.Namespace:
+    """A stage's required options: ``parse_args(__doc__, dataset=str, ratio=float)`` reads
+    ``--dataset NAME --ratio 0.2``."""
+    parser = argparse.ArgumentParser(description=description)
+    for name, kind in options.items():
+        parser.add_argument(f"--{name}", required=True, type=kind)
+    return parser.parse_args()
 
 
 def run_stage(name: str, main: Callable[[], None]) -> None:

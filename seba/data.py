@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from seba import paths
 from seba.errors import ConfigError, DataError
 from seba.runtime import atomic_path, lazy_module, log
 
@@ -144,8 +145,8 @@ def fetch_table(name: str, openml_id: int | None, source: str, root: Path, retri
     if local is not None:
         frame, info = load_local_table(name, local, root)
         return _describe(name, frame, info, None)
-    snapshot_dir = root / "data" / "snapshot"
-    cache_dir = root / "data" / "openml_cache"
+    snapshot_dir = root / paths.SNAPSHOT
+    cache_dir = root / paths.OPENML_CACHE
     info: dict
     if source in ("auto", "openml"):
         try:
@@ -663,6 +664,22 @@ def _standardise_wide(column: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
     std = float(train.std()) if len(train) else 1.0
     std = std if np.isfinite(std) and std > 0 else 1.0
     return ((values - mean) / std).astype(np.float32)
+
+
+def log_schema(name: str, table: EncodedTable, report: dict, report_path: Path) -> None:
+    """The preprocess stage's lines: the encoded table's shape, the schema summary, its warnings."""
+    log(f"[preprocess {name}] {table.X.shape[0]} rows, {len(table.columns)} columns -> "
+        f"{table.X.shape[1]} encoded ({int(table.numeric.sum())} numeric), {len(table.classes)} classes")
+    log(f"[preprocess {name}] {report['summary_line']} ({report_path})")
+    for warning in report["warnings"]:
+        log(f"[preprocess {name}] WARNING {warning}")
+
+
+def schema_metrics(table: EncodedTable, report: dict) -> dict:
+    """The preprocess stage's tracked metrics."""
+    return {"rows": table.X.shape[0], "columns": len(table.columns), "encoded_columns": table.X.shape[1],
+            "classes": len(table.classes),
+            **{f"schema_{k}": v for k, v in report["summary"].items() if k not in ("rows", "classes")}}
 
 
 def schema_report(name: str, frame: pd.DataFrame, table: EncodedTable, notes: dict) -> dict:

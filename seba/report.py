@@ -6,10 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
+from seba import paths
+from seba.baselines import BASELINES
 from seba.errors import DataError
 from seba.evaluate import ENSEMBLE, summarise
-from seba.runtime import atomic_path
+from seba.runtime import atomic_path, write_json, write_text
 
 
 def load_paper(path: Path, method: str = "SeBA", table: str = "main") -> pd.DataFrame:
@@ -252,3 +255,38 @@ def headline_markdown(table: pd.DataFrame) -> str:
               f"mean |difference| {diff.abs().mean():.2f}, mean difference {diff.mean():+.2f}; "
               f"means over the datasets {means} (paper {paper_means})."]
     return "\n".join(lines) + "\n"
+
+
+def write_reports(params, root: Path) -> tuple[dict, dict]:
+    """The aggregate stage's outputs under reports/ (results, comparison with the baselines,
+    summary metrics, figures, the params used), from every dataset's episodes; returns the
+    summary metrics and the run's description."""
+    episodes = {name: pd.read_csv(paths.episodes(root, name)) for name in params.datasets}
+    paper = load_paper(root / paths.PAPER_RESULTS)
+    table = results_table(episodes, paper)
+    run_info = {"seeds": list(params.seeds), "episodes": params.evaluate.episodes,
+                "ratios": list(params.pretrain.ratios), "encoder_out": params.pretrain.encoder_out,
+                "test_fraction": params.split.test_fraction}
+    with atomic_path(paths.report(root, "results.csv")) as tmp:
+        table.to_csv(tmp, index=False, float_format="%.4f")
+    write_text(paths.report(root, "results.md"), markdown(table, run_info))
+    metrics = summary_metrics(table)
+    write_json(paths.report(root, "summary.json"), metrics)
+    figure(table, paths.report(root, "figures") / "accuracy.png")
+    baselines = {(method, name): pd.read_csv(paths.episodes(root, name, method))
+                 for method in params.baselines.methods for name in params.datasets}
+    paper_names = {name: entry.paper_name for name, entry in BASELINES.items()}
+    comparison = comparison_table(episodes, baselines, pd.read_csv(root / paths.PAPER_RESULTS), paper_names)
+    with atomic_path(paths.report(root, "comparison.csv")) as tmp:
+        comparison.to_csv(tmp, index=False, float_format="%.4f")
+    rank_figure(comparison, paths.report(root, "figures") / "ranks.png")
+    if params.baselines.methods:
+        write_text(paths.report(root, "results.md"), paths.report(root, "results.md").read_text() + "\n" +
+                   comparison_markdown(comparison))
+        for shot, group in comparison.groupby("shot"):
+            for method, rank in group.groupby("method")["rank"].mean().items():
+                metrics[f"rank_{shot}shot_{method}"] = round(float(rank), 4)
+        write_json(paths.report(root, "summary.json"), metrics)
+    raw_params = yaml.safe_load((root / "params.yaml").read_text())
+    write_text(paths.report(root, "params_used.yaml"), yaml.safe_dump(raw_params, sort_keys=False))
+    return metrics, run_info

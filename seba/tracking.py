@@ -22,6 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from seba import paths
 from seba.runtime import log, repo_root
 
 EXPERIMENT = "seba"
@@ -39,7 +40,7 @@ def tracking_uri(root: Path | None = None) -> str:
 
 
 def pending_dir(root: Path | None = None) -> Path:
-    return (root or repo_root()) / PENDING_DIR
+    return paths.tracking(root or repo_root())
 
 
 def _git_commit(root: Path) -> str:

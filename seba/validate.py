@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from seba import paths
 from seba.config import Params, load_params
 from seba.data import check_shots, load_local_table, load_snapshot, make_split, read_manifest
 from seba.errors import ConfigError, DataError
@@ -28,7 +29,7 @@ from seba.theorem import load_theorem
 
 # What the `validate` stage writes when every check passes: the same bytes whatever the params,
 # so that stages after it (every other stage depends on it) rerun only for their own reasons.
-STAMP = Path("data") / "validated.txt"
+STAMP = Path(paths.VALIDATED)
 STAMP_TEXT = ("params.yaml passed seba-validate. Written by the `validate` stage, which runs ahead of every "
               "other stage (docs/failures.md).\n")
 
@@ -37,7 +38,7 @@ def _labels(name: str, params: Params, root: Path):
     """Label codes and class names of a dataset, and where they were read; (None, None, None)
     when the table is not at hand (not fetched from its current source, not in the snapshot)."""
     source = params.sources[name]
-    raw = root / "data" / "raw" / f"{name}.parquet"
+    raw = paths.raw_table(root, name)
     if source.is_local:
         frame, _ = load_local_table(name, source, root)
         where = source.path
@@ -45,7 +46,7 @@ def _labels(name: str, params: Params, root: Path):
         frame = pd.read_parquet(raw, columns=["class"])
         where = str(raw.relative_to(root))
     else:
-        snapshot = root / "data" / "snapshot"
+        snapshot = root / paths.SNAPSHOT
         if str(source.openml_id) not in read_manifest(snapshot):
             if params.fetch.source == "snapshot":
                 raise DataError(f"dataset '{name}': OpenML id {source.openml_id} is not in the offline "
@@ -60,7 +61,7 @@ def _labels(name: str, params: Params, root: Path):
 def _fetched_from(root: Path, name: str) -> int | None:
     """The OpenML id data/raw/<name> was fetched from (its fetch record), if it can be read."""
     try:
-        return json.loads((root / "data" / "raw" / f"{name}.json").read_text()).get("openml_id")
+        return json.loads(paths.raw_info(root, name).read_text()).get("openml_id")
     except (OSError, ValueError, AttributeError):
         return None
 
@@ -90,7 +91,7 @@ def validate(root: Path) -> list[str]:
     problems = _check_devices(params)
     if params.fetch.source != "openml" and any(not params.sources[d].is_local for d in params.datasets):
         try:
-            read_manifest(root / "data" / "snapshot")
+            read_manifest(root / paths.SNAPSHOT)
         except DataError as exc:
             return problems + [str(exc)]
     for name in params.datasets:

@@ -1,8 +1,11 @@
 """DVC stage `analysis` (analyses/dvc.yaml): the paper's two k-NN analyses on every table in
 params, from the processed tables, the splits and the trained encoders (seba/analysis.py)."""
 
+import dataclasses
+
 import yaml
 
+from seba import paths
 from seba.analysis import analyse_dataset, write_report
 from seba.cli import run_stage
 from seba.config import load_params
@@ -15,16 +18,16 @@ def main() -> None:
     root = repo_root()
     configure_threads(params.pretrain.threads)
     fractions, consistency = [], []
-    with Tracker("analysis", "analysis", params={"analysis": vars(params.analysis), "seeds": list(params.seeds),
+    with Tracker("analysis", "analysis", params={"analysis": dataclasses.asdict(params.analysis), "seeds": list(params.seeds),
                                                  "datasets": list(params.datasets)}, root=root) as tracker:
         for dataset in params.datasets:
             a, b = analyse_dataset(params, dataset, root)
             fractions += a
             consistency += b
         raw = yaml.safe_load((root / "params.yaml").read_text())
-        table = write_report(fractions, consistency, params, raw, root / "reports" / "analysis")
+        table = write_report(fractions, consistency, params, raw, paths.analysis_reports(root))
         tracker.log_metrics({f"{r.dataset}_batch_best_k": r.batch_best_k for r in table.itertuples()})
-        tracker.log_artifacts(root / "reports" / "analysis", "analysis")
+        tracker.log_artifacts(paths.analysis_reports(root), "analysis")
 
 
 if __name__ == "__main__":

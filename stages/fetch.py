@@ -1,9 +1,9 @@
 """DVC stage `fetch@<dataset>`: the raw table from OpenML, or the verified offline snapshot."""
 
-import argparse
 import time
 
-from seba.cli import run_stage
+from seba import paths
+from seba.cli import parse_args, run_stage
 from seba.config import load_params
 from seba.data import fetch_table
 from seba.runtime import atomic_path, log, repo_root, write_json
@@ -11,9 +11,7 @@ from seba.tracking import Tracker
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--dataset", required=True)
-    args = parser.parse_args()
+    args = parse_args(__doc__, dataset=str)
     params = load_params()
     if args.dataset not in params.sources:
         raise SystemExit(f"error: dataset '{args.dataset}' has no entry in params.yaml 'sources'")
@@ -22,10 +20,9 @@ def main() -> None:
     start = time.perf_counter()
     frame, info = fetch_table(args.dataset, source.openml_id, params.fetch.source, root, params.fetch.retries,
                               local=source if source.is_local else None)
-    out = root / "data" / "raw"
-    with atomic_path(out / f"{args.dataset}.parquet") as tmp:
+    with atomic_path(paths.raw_table(root, args.dataset)) as tmp:
         frame.to_parquet(tmp)
-    write_json(out / f"{args.dataset}.json", info)
+    write_json(paths.raw_info(root, args.dataset), info)
     log(f"[fetch {args.dataset}] {info['rows']} rows x {info['features']} features from {info['source']} "
         f"({time.perf_counter() - start:.1f}s)")
     tracked = {"openml_id": source.openml_id, "path": source.path, "fetch.source": params.fetch.source,

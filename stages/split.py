@@ -1,10 +1,11 @@
 """DVC stage `split@<dataset>`: one stratified train / validation / test split per seed."""
 
-import argparse
+import dataclasses
 
 import numpy as np
 
-from seba.cli import run_stage
+from seba import paths
+from seba.cli import parse_args, run_stage
 from seba.config import load_params
 from seba.data import EncodedTable, check_shots, make_split, save_splits
 from seba.runtime import log, repo_root
@@ -12,22 +13,20 @@ from seba.tracking import Tracker
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--dataset", required=True)
-    args = parser.parse_args()
+    args = parse_args(__doc__, dataset=str)
     params = load_params()
     root = repo_root()
-    table = EncodedTable.load(root / "data" / "processed" / f"{args.dataset}.npz")
+    table = EncodedTable.load(paths.processed(root, args.dataset))
     splits = [make_split(table.y, seed, params.split.test_fraction, params.split.val_fraction,
                          args.dataset, table.classes) for seed in params.seeds]
     for s in splits:  # fail here, before any pretraining, if a shot cannot be served
         check_shots(table.y[s.test], table.classes, params.evaluate.shots, args.dataset, s.seed)
-    save_splits(root / "data" / "splits" / f"{args.dataset}.npz", splits)
+    save_splits(paths.splits(root, args.dataset), splits)
     s = splits[0]
     log(f"[split {args.dataset}] {len(splits)} seeds; train / val / test = {len(s.train)} / {len(s.val)} / "
         f"{len(s.test)}; smallest class in test: {int(np.bincount(table.y[s.test]).min())} rows")
-    with Tracker("split", f"split {args.dataset}", tags={"dataset": args.dataset},
-                 params={"seeds": list(params.seeds), "split": vars(params.split)}, root=root) as tr:
+    with Tracker("split", f"split {args.dataset}", tags={"dataset": args.dataset}, root=root,
+                 params={"seeds": list(params.seeds), "split": dataclasses.asdict(params.split)}) as tr:
         tr.log_metrics({"train_rows": len(s.train), "val_rows": len(s.val), "test_rows": len(s.test)})
 
 

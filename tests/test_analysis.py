@@ -92,7 +92,7 @@ def test_the_ensemble_normalises_each_encoder():
 
 
 @pytest.mark.parametrize("key, value, fragment", [
-    ("ratio", 1.5, "'analysis.ratio' must lie in (0, 1]"),
+    ("ratio", 1.5, "'analysis.ratio' must lie in (0, 1)"),
     ("ratio", 1.0, "'analysis.ratio' must lie in (0, 1)"),
     ("masks", 0, "'analysis.masks' must be > 0"),
     ("seed", -1, "'analysis.seed' must lie in [0, 4294967295]"),

@@ -4,7 +4,8 @@ import numpy as np
 import torch
 
 from seba.baselines.subtab import SubTab, nt_xent, subtab_subsets, subtab_views
-from seba.config import EvaluateConfig, SubtabConfig
+from seba.baselines import SubtabConfig
+from seba.config import EvaluateConfig
 
 
 def spans(masks):

@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from seba.baselines.vime import VIME, vime_corrupt
-from seba.config import EvaluateConfig, VimeConfig
+from seba.baselines import VimeConfig
+from seba.config import EvaluateConfig
 
 
 def mixed_table(n=200, seed=0):
@@ -61,7 +62,7 @@ def test_vime_is_deterministic_for_a_seed_and_trains_the_encoder():
 @pytest.mark.parametrize("n_train,max_epochs,max_steps,epochs", [(1000, 1000, 25, 3), (50, 1000, 25, 25),
                                                                  (1000, 2, 10**6, 2)])
 def test_step_cap_bounds_the_epochs(n_train, max_epochs, max_steps, epochs):
-    from seba.baselines import train_with_early_stopping
+    from seba.baselines.base import train_with_early_stopping
 
     layer = torch.nn.Linear(2, 1)
     cfg = VimeConfig(batch_size=100, max_epochs=max_epochs, max_steps=max_steps, patience=10**6)
@@ -78,8 +79,8 @@ def test_step_cap_bounds_the_epochs(n_train, max_epochs, max_steps, epochs):
 
 @pytest.mark.parametrize("p_m", [0.0, 1.5])
 def test_p_m_must_be_a_fraction(p_m):
-    from seba.config import _section
     from seba.errors import ConfigError
+    from seba.schema import check
 
-    with pytest.raises(ConfigError, match="p_m"):
-        _section("baselines.vime", VimeConfig, {"p_m": p_m})
+    with pytest.raises(ConfigError, match="'baselines.vime.p_m' must lie in"):
+        check(VimeConfig, {"p_m": p_m}, "baselines.vime")

@@ -3,10 +3,10 @@ import pandas as pd
 import pytest
 import torch
 
-from seba.baselines import METHODS
-from seba.baselines import RepresentationMethod
-from seba.config import (CatboostConfig, EvaluateConfig, KnnConfig, LogregConfig, MeanteacherConfig,
-                         PseudolabelConfig, ScarfConfig, StuntConfig, SubtabConfig, VimeConfig)
+from seba.baselines import (BASELINES, CatboostConfig, KnnConfig, LogregConfig, MeanteacherConfig, PseudolabelConfig,
+                            ScarfConfig, StuntConfig, SubtabConfig, VimeConfig)
+from seba.baselines.base import RepresentationMethod, load_method
+from seba.config import EvaluateConfig
 from seba.episodes import sample_episodes
 from seba.errors import DataError
 from seba.evaluate import episode_scores, support_hash
@@ -27,7 +27,7 @@ CONFIGS = {
 
 
 def test_every_method_has_a_toy_configuration():
-    assert set(CONFIGS) == set(METHODS)
+    assert set(CONFIGS) == set(BASELINES)
 
 
 def toy(n_per_class=40, n_classes=3, dim=10, seed=0):
@@ -41,7 +41,7 @@ def toy(n_per_class=40, n_classes=3, dim=10, seed=0):
 @pytest.mark.parametrize("shot", [1, 5])
 def test_each_baseline_learns_a_separable_toy_table(method, shot):
     X, y = toy()
-    cls = METHODS[method]
+    cls = load_method(method)
     if issubclass(cls, RepresentationMethod):
         model = cls(CONFIGS[method], 0, torch.device("cpu"), EvaluateConfig(probe_max_iters=300))
     else:

@@ -6,13 +6,13 @@ import hidden inside a function would escape it (and DVC would not rerun the sta
 module changes), so such imports are refused. Third-party imports may stay inside functions.
 
 Two places need a rule beyond reading imports:
-- `seba/baselines/__init__.py` imports every method module through ``importlib`` (its registry).
-  The `baseline` matrix stage runs one method, so it depends on the interface and on
-  ``seba/baselines/${item.method}.py`` with what that module imports; a module some method imports
-  besides its own (Mean Teacher builds on Pseudo-label's stacked MLPs) is listed for every method,
-  since DVC's matrix cannot give one method an extra dependency.
-- a directory dep (`seba/baselines` for `aggregate`, which loads the whole registry) stands for
-  every module in it, and the stage depends on what each of them imports.
+- the `baseline` matrix stage imports its one method's module through ``importlib``
+  (``seba.baselines.base.load_method``; the methods are the rows of the registry,
+  ``seba/baselines/__init__.py``), so it depends on ``seba/baselines/${item.method}.py`` with what
+  that module imports; a module some method imports besides its own (Mean Teacher builds on
+  Pseudo-label's stacked MLPs) is listed for every method, since DVC's matrix cannot give one
+  method an extra dependency.
+- a directory dep stands for every module in it, and the stage depends on what each of them imports.
 `seba/__init__.py` (run by every import of the package) is left out of the deps; it must hold only
 the package docstring and its version.
 """
@@ -98,8 +98,10 @@ def closure(entries: set[str]) -> set[str]:
 
 
 def baseline_modules() -> list[str]:
-    return sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "seba" / "baselines").glob("*.py")
-                  if p.name != "__init__.py")
+    """The method modules: one per row of the registry (seba/baselines/__init__.py, read with ast)."""
+    tree = ast.parse((ROOT / "seba" / "baselines" / "__init__.py").read_text())
+    table = next(n.value for n in tree.body if isinstance(n, ast.AnnAssign) and n.target.id == "BASELINES")
+    return sorted(f"seba/baselines/{key.value}.py" for key in table.keys)
 
 
 def expand(dep: str) -> set[str]:

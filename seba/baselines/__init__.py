@@ -1,126 +1,197 @@
-"""Baselines, evaluated on exactly SeBA's episodes.
+"""The baselines' registry: one table, ``BASELINES``, from a method's name to its params class
+and its row in the paper's tables. Everything else about a method lives in its own module,
+``seba/baselines/<name>.py``: its class (a ``seba.baselines.base.Method``, registered with
+``@register``), which gets one seed's standardised table at a time: ``fit`` sees the unlabeled
+train and validation parts (self- and semi-supervised methods learn from them; supervised ones
+ignore them), then ``scores`` gets the test part and a batch of episodes (support positions and
+labels, from ``seba.episodes.sample_episodes``, the sampler SeBA's evaluation uses) and returns
+class scores for every test row: [episodes, rows, classes]. The stage takes the argmax and scores
+the query rows exactly as for SeBA.
 
-A method is a class registered in ``METHODS``. It gets one seed's standardised table at a time:
-``fit`` sees the unlabeled train and validation parts (self- and semi-supervised methods learn
-from them; supervised ones ignore them), then ``scores`` gets the test part and a batch of
-episodes (support positions and labels, from ``seba.episodes.sample_episodes``, the sampler
-SeBA's evaluation uses) and returns class scores for every test row: [episodes, rows, classes].
-The stage takes the argmax and scores the query rows exactly as for SeBA.
+This module is light (no torch): every stage validates the whole of params.yaml, the baselines'
+sections included, through ``seba.config``, which builds its ``baselines`` section from this
+table. A method's module is the only method code its DVC stage depends on (``base.load_method``
+imports it alone): editing one method reruns only that method's stages.
 
-Each method lives in its own module, ``seba/baselines/<name>.py``, which is the only method code
-its DVC stage depends on: editing one method reruns only that method's stages.
-
-Add a method: write ``seba/baselines/<name>.py`` with a subclass of ``Method`` that has ``name``
-(its params section and stage name) and ``paper_name`` (its row in paper_results.csv, or None),
-registered with ``@register``; list the module in ``MODULES`` below and add its config dataclass
-to ``seba.config.BASELINE_SECTIONS``. See docs/adding-a-method.md.
+Add a method: its module, its params class and one line in ``BASELINES`` here, its section in
+params.yaml; see docs/adding-a-method.md.
 """
 
-from __future__ import annotations
+import dataclasses
 
-import importlib
+from seba.errors import ConfigError
+from seba.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
 
-import numpy as np
-import torch
+# Each method's settings: the `baselines.<name>` section of params.yaml, its defaults written
+# here once (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
+# A field's type is its check (seba.schema): PositiveInt > 0, Fraction in (0, 1], choice(...).
 
-from seba.errors import TrainingDiverged
-from seba.evaluate import head_scores
-from seba.training import EarlyStopping
-from seba.runtime import derive_seed
-
-METHODS: dict[str, type["Method"]] = {}
+@section
+class KnnConfig:
+    k: PositiveInt = 1  # neighbours for 5- and 10-shot (capped at the support size); 1-shot always uses k = 1
 
 
-def register(cls: type["Method"]) -> type["Method"]:
+@section
+class LogregConfig:
+    C: PositiveFloat = 1.0  # inverse L2 strength (scikit-learn's default)
+    max_iter: PositiveInt = 1000
+
+
+@section
+class ScarfConfig:
+    corruption_rate: Fraction = 0.6  # SCARF paper's default
+    temperature: PositiveFloat = 1.0  # SCARF paper's default
+    encoder_hidden: PositiveInt = 1024  # as SeBA's encoder
+    encoder_out: PositiveInt = 256
+    lr: PositiveFloat = 1e-3
+    batch_size: PositiveInt = 256  # SCARF paper: 128; 256 halves the steps on 2 cores
+    max_epochs: PositiveInt = 1000  # cap; early stopping ends earlier
+    max_steps: PositiveInt = 3000  # optimiser-step cap (cost budget, as VIME's and SubTab's)
+    patience: PositiveInt = 20  # SeBA's early-stopping rule (epochs), short for the cost budget
+    min_delta: Float = 0.001
+    precision: choice("fp32", "bf16", "auto") = "auto"
+
+
+@section
+class CatboostConfig:
+    iterations: PositiveInt = 200  # boosting rounds per episode (CatBoost's default 1000; cost budget, see README)
+    learning_rate: PositiveFloat = 0.1  # CatBoost picks ~0.03 for 1000 rounds; 0.1 for 200 rounds
+    depth: PositiveInt = 4  # CatBoost's default 6; 4 is 3-9x faster on 10-class supports at equal accuracy
+    border_count: PositiveInt = 32  # CatBoost's default 254; a support has at most 100 distinct values
+    l2_leaf_reg: PositiveFloat = 3.0  # CatBoost's default
+
+
+@section
+class StuntConfig:
+    ways: PositiveInt = 10  # k-means clusters = classes per self-generated task (official code: num_ways 10)
+    shots: PositiveInt = 1  # support rows per pseudo-class (official: num_shots 1)
+    queries: PositiveInt = 15  # query rows per pseudo-class (official: num_shots_test 15)
+    tasks_per_step: PositiveInt = 4  # tasks per Adam step (official: batch_size 4)
+    min_column_fraction: Fraction = 0.2  # share of original columns chosen per task, drawn in [0.2, 0.5]
+    max_column_fraction: Fraction = 0.5  # (official: int(0.2 D) .. int(0.5 D) columns)
+    kmeans_iterations: PositiveInt = 20  # Lloyd iterations (official: faiss niter 20)
+    kmeans_points_per_cluster: PositiveInt = 256  # k-means on <= ways * 256 sampled rows (faiss's default cap)
+    task_pool: PositiveInt = 500  # pseudo-labelled column subsets computed up front, reused with fresh rows/perturbations
+    max_rejections: PositiveInt = 20000  # column subsets whose smallest cluster is too small, before giving up
+    val_clusters: PositiveInt = 2  # pseudo-validation k-means clusters (official income script: 2)
+    val_restarts: PositiveInt = 10  # k-means restarts for the pseudo-validation labels (scikit-learn's n_init then)
+    val_queries: PositiveInt = 30  # query rows per pseudo-class in a validation task (official: 30)
+    val_tasks: PositiveInt = 200  # fixed pseudo-validation tasks (official: ~1000 fresh ones per evaluation)
+    eval_every: PositiveInt = 50  # steps between pseudo-validations (official: eval_step 50)
+    patience: PositiveInt = 1000  # steps without a better pseudo-validation accuracy before stopping
+    max_steps: PositiveInt = 2000  # step cap (official: 10000 steps, no early stop); the cost budget
+    encoder_hidden: PositiveInt = 1024  # as SeBA's encoder
+    encoder_out: PositiveInt = 256
+    lr: PositiveFloat = 1e-3  # Adam (official)
+    precision: choice("fp32", "bf16", "auto") = "auto"
+    head: choice("protonet", "seba") = "protonet"  # protonet: Euclidean prototypes at every shot (STUNT's) | seba: SeBA's heads
+
+
+@section
+class VimeConfig:
+    p_m: Fraction = 0.3  # corruption probability (VIME's official code default)
+    alpha: PositiveFloat = 2.0  # weight of the reconstruction loss (VIME's official code default)
+    encoder_hidden: PositiveInt = 1024  # as SeBA's encoder
+    encoder_out: PositiveInt = 256
+    lr: PositiveFloat = 1e-3
+    batch_size: PositiveInt = 128  # VIME's official code default
+    max_epochs: PositiveInt = 1000  # cap; early stopping usually ends earlier
+    max_steps: PositiveInt = 3000  # cap on optimiser steps (cost budget; VIME's code: 10 epochs)
+    patience: PositiveInt = 20  # SeBA's early-stopping rule, shorter patience for the cost budget
+    min_delta: Float = 0.001
+    precision: choice("fp32", "bf16", "auto") = "auto"
+
+
+@section
+class SubtabConfig:
+    n_subsets: PositiveInt = 4  # SubTab's official config default
+    overlap: Fraction = 0.75  # share of a subset's width taken from its neighbour (SubTab default)
+    noise: choice("swap", "gaussian", "zero", "none") = "swap"  # noise added to each subset (SubTab default: swap_noise)
+    masking_ratio: Fraction = 0.3  # share of a subset's columns that get noise (SubTab default)
+    noise_level: Float = 0.1  # std of the Gaussian noise (SubTab default; used only by noise: gaussian)
+    temperature: PositiveFloat = 0.1  # NT-Xent temperature tau (SubTab default)
+    contrastive_weight: Float = 1.0  # SubTab adds the losses with weight 1; 0 disables
+    distance_weight: Float = 1.0
+    encoder_hidden: PositiveInt = 1024  # as SeBA's encoder
+    encoder_out: PositiveInt = 256
+    lr: PositiveFloat = 1e-3  # SubTab default
+    batch_size: PositiveInt = 32  # SubTab default
+    max_epochs: PositiveInt = 1000  # cap; early stopping usually ends earlier
+    max_steps: PositiveInt = 2000  # cap on optimiser steps (cost budget; SubTab's code: 15 epochs)
+    patience: PositiveInt = 20  # SeBA's early-stopping rule, shorter patience for the cost budget
+    min_delta: Float = 0.001
+    precision: choice("fp32", "bf16", "auto") = "auto"
+
+
+@section
+class PseudolabelConfig:
+    hidden: PositiveInt = 128  # one hidden ReLU layer per episode's MLP (our cost/accuracy measurement)
+    steps: PositiveInt = 300  # fixed Adam steps per episode; all episodes of a shot are trained at once
+    batch_size: PositiveInt = 64  # shared unlabeled rows per step (STUNT: 100); the whole support every step
+    lr: PositiveFloat = 1e-3  # STUNT's baselines: Adam, lr 1e-3, weight decay 1e-4
+    weight_decay: Float = 1e-4
+    alpha_f: Float = 3.0  # Lee (2013): final pseudo-label weight
+    t1_fraction: Float = 0.1  # Lee: alpha = 0 before epoch T1 = 100, alpha_f from T2 = 600, here
+    t2_fraction: Float = 0.6  # read as shares of the steps (as if a 1000-epoch run)
+    threshold: Float = 0.0  # pseudo-label only rows predicted with this confidence (0: Lee, every row)
+    episode_chunk: PositiveInt = 100  # episodes trained together (memory bound)
+    precision: choice("fp32", "bf16", "auto") = "auto"  # fp32 | bf16 (autocast) | auto (bf16 where native); bf16 measured equal
+
+    def __post_init__(self):
+        if not 0 <= self.t1_fraction < self.t2_fraction <= 1:
+            raise ConfigError("baselines.pseudolabel: need 0 <= t1_fraction < t2_fraction <= 1, got "
+                              f"{self.t1_fraction} and {self.t2_fraction}")
+        if not 0 <= self.threshold < 1 or self.alpha_f < 0 or self.weight_decay < 0:
+            raise ConfigError("baselines.pseudolabel: need 0 <= threshold < 1, alpha_f >= 0, weight_decay >= 0")
+
+
+@section
+class MeanteacherConfig:
+    hidden: PositiveInt = 128  # one hidden ReLU layer per episode's MLP (student and teacher)
+    steps: PositiveInt = 300  # fixed Adam steps per episode; all episodes of a shot are trained at once
+    batch_size: PositiveInt = 64  # shared unlabeled rows per step (STUNT: 100); the whole support every step
+    lr: PositiveFloat = 1e-3  # STUNT's baselines: Adam, lr 1e-3, weight decay 1e-4
+    weight_decay: Float = 1e-4
+    consistency: Float = 1.0  # max consistency weight; STUNT's grid {0.1, 1, 10, 20, 50, 100}, MT code 100
+    rampup_fraction: Fraction = 0.3  # sigmoid ramp-up over this share of the steps (MT code: 40k of 150k)
+    ema_decay: Float = 0.99  # teacher EMA decay (MT code: 0.99 during ramp-up, 0.999 after)
+    input_noise: Float = 0.15  # std of the Gaussian input noise on the standardised features (MT code)
+    episode_chunk: PositiveInt = 100  # episodes trained together (memory bound)
+    precision: choice("fp32", "bf16", "auto") = "auto"  # fp32 | bf16 (autocast) | auto (bf16 where native)
+
+    def __post_init__(self):
+        if not 0 <= self.ema_decay < 1 or self.consistency < 0 or self.input_noise < 0 or self.weight_decay < 0:
+            raise ConfigError("baselines.meanteacher: need 0 <= ema_decay < 1 and consistency, input_noise, "
+                              "weight_decay >= 0")
+
+
+@dataclasses.dataclass(frozen=True)
+class Baseline:
+    params: type  # its params class: the `baselines.<name>` section
+    paper_name: str | None  # its row in data/reference/paper_results.csv (None: the paper has none)
+
+
+# The registry, in the order of the report's tables. A method's name is its params section, its
+# module (seba/baselines/<name>.py), its DVC stages (baseline@<name>-<dataset>) and its episode folder.
+BASELINES: dict[str, Baseline] = {
+    "knn": Baseline(KnnConfig, "kNN"),
+    "logreg": Baseline(LogregConfig, None),
+    "catboost": Baseline(CatboostConfig, "CatBoost"),
+    "stunt": Baseline(StuntConfig, "STUNT"),
+    "scarf": Baseline(ScarfConfig, "Scarf"),
+    "vime": Baseline(VimeConfig, "VIME"),
+    "subtab": Baseline(SubtabConfig, "SubTab"),
+    "pseudolabel": Baseline(PseudolabelConfig, "PseudoL"),
+    "meanteacher": Baseline(MeanteacherConfig, "MeanT"),
+}
+
+# The method classes of the modules imported so far, by name (``register`` fills it).
+METHODS: dict[str, type] = {}
+
+
+def register(cls: type) -> type:
+    """Class decorator of a method: its ``name`` must be a row of ``BASELINES``."""
+    if cls.name not in BASELINES:
+        raise ConfigError(f"baseline '{cls.name}' has no row in seba.baselines.BASELINES")
     METHODS[cls.name] = cls
     return cls
-
-
-class Method:
-    name: str = ""
-    paper_name: str | None = None
-
-    def __init__(self, cfg, seed: int, device: torch.device):
-        self.cfg = cfg
-        self.seed = seed
-        self.device = device
-
-    def fit(self, x_train: np.ndarray, x_val: np.ndarray, groups: np.ndarray) -> None:
-        """Learn from the unlabeled train (and validation) part; supervised methods do nothing."""
-
-    def scores(self, x_test: np.ndarray, support: np.ndarray, support_labels: np.ndarray, n_classes: int,
-               shot: int) -> torch.Tensor:
-        raise NotImplementedError
-
-
-class RepresentationMethod(Method):
-    """A self-supervised encoder, evaluated with SeBA's own heads (cosine prototypes for the
-    prototype shots, the batched linear probe otherwise) so the comparison isolates pretraining.
-    Subclasses implement ``fit`` (training ``self.encoder``)."""
-
-    def __init__(self, cfg, seed: int, device: torch.device, evaluate_cfg=None):
-        super().__init__(cfg, seed, device)
-        self.evaluate_cfg = evaluate_cfg
-        self.encoder = None
-
-    @torch.no_grad()
-    def encode(self, x: np.ndarray) -> torch.Tensor:
-        self.encoder.eval()
-        X = torch.as_tensor(x, dtype=torch.float32, device=self.device)
-        return torch.cat([self.encoder(X[i:i + 8192]) for i in range(0, len(X), 8192)]).float()
-
-    def scores(self, x_test, support, support_labels, n_classes, shot):
-        [(scores, _)] = head_scores([self.encode(x_test)[None]], [torch.as_tensor(support, device=self.device)],
-                                    torch.as_tensor(support_labels, device=self.device), n_classes, shot,
-                                    self.evaluate_cfg, [derive_seed(self.seed, shot, "probe", self.name)])
-        return scores[0]
-
-
-def train_with_early_stopping(modules: list[torch.nn.Module], batch_loss, n_train: int, val_loss, cfg,
-                              generator: torch.Generator, label: str) -> dict:
-    """Adam over shuffled minibatches; after every epoch ``val_loss()`` decides early stopping
-    with SeBA's rule (``seba.training.EarlyStopping``); the weights of the lowest validation loss
-    are restored. ``batch_loss(index)`` returns the loss of one minibatch. ``cfg.max_epochs`` caps
-    the epochs and, if ``cfg`` has it, ``max_steps`` caps the optimiser steps (rounded up to whole
-    epochs)."""
-    import copy
-    import math
-
-    params = [p for m in modules for p in m.parameters()]
-    optimiser = torch.optim.Adam(params, lr=cfg.lr)
-    stopping, best_state = EarlyStopping(cfg.patience, cfg.min_delta), None
-    epoch = 0
-    steps_per_epoch = max(1, math.ceil(n_train / cfg.batch_size))
-    max_steps = getattr(cfg, "max_steps", None)
-    max_epochs = cfg.max_epochs if max_steps is None else max(1, min(cfg.max_epochs, math.ceil(max_steps / steps_per_epoch)))
-    for epoch in range(1, max_epochs + 1):
-        for m in modules:
-            m.train()
-        order = torch.randperm(n_train, generator=generator)
-        for first in range(0, n_train, cfg.batch_size):
-            index = order[first:first + cfg.batch_size]
-            if len(index) < 2:
-                continue
-            loss = batch_loss(index)
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            optimiser.step()
-        for m in modules:
-            m.eval()
-        with torch.no_grad():
-            current = float(val_loss())
-        if not math.isfinite(current):
-            raise TrainingDiverged(f"{label}: validation loss is not finite at epoch {epoch}")
-        if stopping.update(current, epoch):
-            best_state = [copy.deepcopy(m.state_dict()) for m in modules]
-        if stopping.should_stop(epoch):
-            break
-    for m, state in zip(modules, best_state or []):
-        m.load_state_dict(state)
-    return {"best_epoch": stopping.best_epoch, "stop_epoch": epoch, "best_val_loss": stopping.best}
-
-
-# The method modules, in the order of the report's tables; importing one registers its method.
-MODULES = ("knn", "logreg", "catboost", "stunt", "scarf", "vime", "subtab", "pseudolabel", "meanteacher")
-for _module in MODULES:
-    importlib.import_module(f"seba.baselines.{_module}")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from seba.baselines import Method, register
+from seba.baselines import register
+from seba.baselines.base import Method
 from seba.runtime import derive_seed
 
 
@@ -16,7 +17,6 @@ class CatBoost(Method):
     standardised like every method's input, so CatBoost sees them as numeric columns."""
 
     name = "catboost"
-    paper_name = "CatBoost"
 
     def scores(self, x_test, support, support_labels, n_classes, shot):
         from catboost import CatBoostClassifier

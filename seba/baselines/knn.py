@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from seba.baselines import Method, register
+from seba.baselines import register
+from seba.baselines.base import Method
 
 
 @register
@@ -13,7 +14,6 @@ class KNN(Method):
     to the class of the nearest row. k = 1 for 1-shot, else ``knn.k`` capped at the support size."""
 
     name = "knn"
-    paper_name = "kNN"
 
     def scores(self, x_test, support, support_labels, n_classes, shot):
         X = torch.as_tensor(x_test, dtype=torch.float32, device=self.device)

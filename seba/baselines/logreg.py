@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from seba.baselines import Method, register
+from seba.baselines import register
+from seba.baselines.base import Method
 
 
 @register
@@ -14,7 +15,6 @@ class LogReg(Method):
     the supervised linear floor on the standardised features."""
 
     name = "logreg"
-    paper_name = None
 
     def scores(self, x_test, support, support_labels, n_classes, shot):
         from sklearn.linear_model import LogisticRegression

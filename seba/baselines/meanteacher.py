@@ -94,7 +94,6 @@ class MeanTeacher(EpisodeMLPMethod):
     the teacher's logits are the scores."""
 
     name = "meanteacher"
-    paper_name = "MeanT"
 
     def train(self, params, x_support, labels, shot):
         return train_meanteacher(params, x_support, labels, self.x_unlabeled, self.cfg,

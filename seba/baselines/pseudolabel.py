@@ -20,7 +20,8 @@ from typing import Callable
 import numpy as np
 import torch
 
-from seba.baselines import Method, register
+from seba.baselines import register
+from seba.baselines.base import Method
 from seba.errors import TrainingDiverged
 from seba.runtime import derive_seed, resolve_precision
 
@@ -185,7 +186,6 @@ class PseudoLabel(EpisodeMLPMethod):
     the network's current predictions; alpha ramps linearly from 0 at T1 to ``alpha_f`` at T2."""
 
     name = "pseudolabel"
-    paper_name = "PseudoL"
 
     def train(self, params, x_support, labels, shot):
         train_pseudolabel(params, x_support, labels, self.x_unlabeled, self.cfg,

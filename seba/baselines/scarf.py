@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from seba.baselines import RepresentationMethod, register, train_with_early_stopping
+from seba.baselines import register
+from seba.baselines.base import RepresentationMethod, train_with_early_stopping
 from seba.model import Encoder
 from seba.runtime import derive_seed, resolve_precision
 
@@ -18,7 +19,6 @@ class SCARF(RepresentationMethod):
     of the batch as negatives. Encoder as SeBA's (same sizes)."""
 
     name = "scarf"
-    paper_name = "Scarf"
 
     def fit(self, x_train, x_val, groups):
         cfg = self.cfg

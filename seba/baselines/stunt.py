@@ -8,7 +8,8 @@ import math
 import numpy as np
 import torch
 
-from seba.baselines import RepresentationMethod, register
+from seba.baselines import register
+from seba.baselines.base import RepresentationMethod
 from seba.errors import ConfigError, TrainingDiverged
 from seba.model import Encoder
 from seba.training import EarlyStopping
@@ -209,7 +210,6 @@ class STUNT(RepresentationMethod):
     every ``eval_every`` steps; the best step's weights are kept."""
 
     name = "stunt"
-    paper_name = "STUNT"
 
     def fit(self, x_train, x_val, groups):
         cfg = self.cfg

@@ -7,7 +7,8 @@ import itertools
 import numpy as np
 import torch
 
-from seba.baselines import RepresentationMethod, register, train_with_early_stopping
+from seba.baselines import register
+from seba.baselines.base import RepresentationMethod, train_with_early_stopping
 from seba.errors import ConfigError, TrainingDiverged
 from seba.model import Encoder
 from seba.runtime import derive_seed, resolve_precision
@@ -82,7 +83,6 @@ class SubTab(RepresentationMethod):
     At evaluation a row's embedding is the mean of its subsets' embeddings (no noise)."""
 
     name = "subtab"
-    paper_name = "SubTab"
 
     def fit(self, x_train, x_val, groups):
         cfg = self.cfg

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from seba.baselines import RepresentationMethod, register, train_with_early_stopping
+from seba.baselines import register
+from seba.baselines.base import RepresentationMethod, train_with_early_stopping
 from seba.errors import TrainingDiverged
 from seba.model import Encoder
 from seba.runtime import derive_seed, resolve_precision
@@ -37,7 +38,6 @@ class VIME(RepresentationMethod):
     loss. Encoder as SeBA's (same sizes); the heads are dropped after pretraining."""
 
     name = "vime"
-    paper_name = "VIME"
 
     def fit(self, x_train, x_val, groups):
         cfg = self.cfg

@@ -1,0 +1,113 @@
+"""The steps of one `pretrain@<dataset>-<ratio>` stage: every seed's data (checked before any
+training), the plan (worker processes, stacks of seeds), and each trained seed's checkpoint,
+health check, log entry and tracked metrics."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+from seba import paths
+from seba.config import Params
+from seba.data import EncodedTable, check_shots, load_split, scale
+from seba.health import check_training
+from seba.pretrain import (PretrainResult, SeedData, encode, encoder_config, member_bytes, plan_stacks, plan_workers,
+                           pretrain_many)
+from seba.runtime import (configure_threads, format_seconds, log, resolve_precision, save_checkpoint,
+                          select_device)
+
+
+@dataclasses.dataclass
+class PretrainRun:
+    dataset: str
+    ratio: float
+    root: Path
+    cfg: object  # the dataset's PretrainConfig
+    device: object  # torch.device
+    seeds: list[SeedData]
+    jobs: list[dict]  # one per stack of seeds (seba.pretrain.pretrain_many)
+    workers: int
+    worker_threads: int
+    model_config: dict
+    tracked: dict  # the run's tracked params
+    training_log: dict  # data/models/<dataset>/r<ratio>/log.json
+    start: float = 0.0
+
+
+def prepare(params: Params, dataset: str, ratio: float, root: Path) -> PretrainRun:
+    """Every seed's scaled train / validation rows (each seed's split must exist and serve the
+    shots: fail before any training), and the plan; logs it."""
+    cfg = params.pretrain_for(dataset)  # the `pretrain` section with this dataset's own values over it
+    device = select_device(cfg.device)
+    threads = configure_threads(cfg.threads)
+    table = EncodedTable.load(paths.processed(root, dataset))
+    seeds = []
+    for i, seed in enumerate(params.seeds, start=1):
+        split = load_split(paths.splits(root, dataset), seed)
+        check_shots(table.y[split.test], table.classes, params.evaluate.shots, dataset, seed)
+        X = scale(table, split.train)
+        label = f"[pretrain {dataset} r={ratio:g} seed {seed} ({i}/{len(params.seeds)})]"
+        seeds.append(SeedData(X[split.train], X[split.val], seed, label))
+    stage = f"[pretrain {dataset} r={ratio:g}]"
+    precision = resolve_precision(cfg.precision, device)
+    workers, worker_threads = plan_workers(cfg, len(seeds), device)
+    stacks = plan_stacks(len(seeds), workers, member_bytes(len(seeds[0].x_train), len(seeds[0].x_val),
+                                                           table.X.shape[1], cfg), cfg, device, where=stage)
+    tracked = {"dataset": dataset, "ratio": ratio, "seeds": list(params.seeds), "device": str(device),
+               "threads": threads, "precision_used": precision,
+               "pretrain": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "ratios"},
+               "dataset_overrides": dict(params.sources[dataset].pretrain),
+               "workers": workers, "threads_per_worker": worker_threads,
+               "stack_sizes": [len(stack) for stack in stacks]}
+    log(f"{stage} {len(seeds)} seed{'s' if len(seeds) > 1 else ''}: {len(seeds[0].x_train)} train / "
+        f"{len(seeds[0].x_val)} val rows, {table.X.shape[1]} columns, {table.n_groups} groups, on {device} "
+        f"({precision}); stacks of {', '.join(str(len(s)) for s in stacks)} seeds"
+        + (f", {workers} at a time ({worker_threads} torch thread{'s' if worker_threads > 1 else ''} each)"
+           if workers > 1 else ""))
+    jobs = [{"members": [seeds[i] for i in stack], "groups": table.groups, "ratio": ratio, "cfg": cfg,
+             "device": device, "label": f"{stage} stack {n}/{len(stacks)}" if len(stacks) > 1 else stage}
+            for n, stack in enumerate(stacks, start=1)]
+    return PretrainRun(dataset, ratio, root, cfg, device, seeds, jobs, workers, worker_threads,
+                       encoder_config(cfg, table.X.shape[1]), tracked,
+                       {"dataset": dataset, "ratio": ratio, "device": str(device), "seeds": {}})
+
+
+def train(run: PretrainRun, tracker) -> None:
+    """Train every seed (stacks in worker processes); record each as it arrives."""
+    paths.models(run.root, run.dataset, run.ratio).mkdir(parents=True, exist_ok=True)
+    run.start = time.perf_counter()
+    results = (result for stack in pretrain_many(run.jobs, run.workers, run.worker_threads) for result in stack)
+    for i, (data, result) in enumerate(zip(run.seeds, results), start=1):
+        record(run, data, result, i, tracker)
+    tracker.log_metrics({"seconds": round(time.perf_counter() - run.start, 3)})
+
+
+def record(run: PretrainRun, data: SeedData, result: PretrainResult, i: int, tracker) -> None:
+    """One trained seed (the ``i``-th): health check, checkpoint, log entry, tracked metrics and series."""
+    seed, label, cfg, device = data.seed, data.label, run.cfg, run.device
+    child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed})
+    check_training(result.val_loss, encode(result.encoder_state, run.model_config, data.x_val, device),
+                   label, cfg.lr)  # a collapsed or diverged encoder is an error (seba.health)
+    save_checkpoint({"encoder": result.encoder_state, "model_config": run.model_config,
+                     "pretrain_config": dataclasses.asdict(cfg), "dataset": run.dataset,
+                     "ratio": run.ratio, "seed": seed, "best_epoch": result.best_epoch},
+                    paths.checkpoint(run.root, run.dataset, run.ratio, seed))
+    summary = {"best_epoch": result.best_epoch, "stop_epoch": result.stop_epoch,
+               "best_val_loss": result.best_val_loss, "seconds": round(result.seconds, 3),
+               "masked_columns": result.masked_columns, "steps": result.steps, "capped": int(result.capped)}
+    run.training_log["precision"] = result.precision
+    run.training_log["seeds"][str(seed)] = {**summary, "cuda_graphs": result.cuda_graphs,
+                                            "stack_size": result.stack_size,
+                                            "train_loss": result.train_loss, "val_loss": result.val_loss}
+    tracker.log_series({"train_loss": list(enumerate(result.train_loss, start=1)),
+                        "val_loss": list(enumerate(result.val_loss, start=1))}, child)
+    tracker.log_metrics(summary, child)
+    tracker.log_series({f"seed{seed}_train_loss": list(enumerate(result.train_loss, start=1)),
+                        f"seed{seed}_val_loss": list(enumerate(result.val_loss, start=1))})
+    tracker.end_child(child)
+    elapsed = time.perf_counter() - run.start
+    why = f"step cap {cfg.max_steps} reached" if result.capped else "stopped"
+    log(f"{label} done: best val {result.best_val_loss:.4f} at epoch {result.best_epoch}, {why} at "
+        f"epoch {result.stop_epoch} ({result.steps} steps), {format_seconds(result.seconds)}; stage "
+        f"~{format_seconds(elapsed / i * (len(run.seeds) - i))} left")
