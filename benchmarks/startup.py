@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import re
 import resource
@@ -82,6 +83,7 @@ def main() -> None:
                         help="git revision of the baseline (default: stages that import MLflow)")
     parser.add_argument("--datasets", default="cmc,diabetes")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--json", help="also write every measurement and the medians to this file")
     args = parser.parse_args()
     datasets = args.datasets.split(",")
     scratch = Path(tempfile.mkdtemp(prefix="seba-startup-"))
@@ -130,6 +132,9 @@ def main() -> None:
         print(f"{name:<10} {n:>9.0f} {row[0]:>8.1f} {row[1]:>11.2f} {row[2]:>10.2f} {row[3]:>8.2f}")
     print(f"ratio      {'':>9} {base[0] / row[0]:>7.2f}x {base[1] / row[1]:>10.2f}x {base[2] / row[2]:>9.2f}x "
           f"{base[3] / row[3]:>7.2f}x  (baseline / this tree)")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"baseline_rev": args.baseline_rev, "datasets": datasets,
+                                               "runs": results}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

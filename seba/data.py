@@ -65,6 +65,12 @@ def load_snapshot(openml_id: int, snapshot_dir: Path) -> tuple[pd.DataFrame, dic
         known = ", ".join(f"{v['file'].removesuffix('.parquet')} ({k})" for k, v in manifest.items())
         raise DataError(f"OpenML id {openml_id} is not in the offline snapshot (it has: {known})")
     path = snapshot_dir / entry["file"]
+    if not path.exists() and entry.get("vendored", True) is False:
+        raise DataError(
+            f"{entry.get('dataset', entry['file'])} (OpenML {openml_id}) is not in the repository "
+            f"({entry.get('size_mb', '?')} MB): with OpenML reachable, fetch downloads it; offline, put the verified "
+            f"copy (sha256 {entry['sha256']}) at {path}, or any copy of the table as your own: "
+            f"sources.<name>: {{path: data/local/{entry['file']}, target: class}} (docs/own-table.md)")
     if not path.exists():
         raise DataError(f"snapshot file {path} is missing")
     digest = sha256_file(path)

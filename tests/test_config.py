@@ -23,7 +23,7 @@ def test_default_params_are_the_papers(root):
     assert set(p.datasets) == {"cmc", "diabetes", "dna", "income", "karhunen", "optdigits", "pixel", "semeion"}
     assert {k: v.openml_id for k, v in p.sources.items()} == {
         "cmc": 23, "diabetes": 37, "dna": 40670, "income": 1590, "karhunen": 16, "optdigits": 28,
-        "pixel": 40979, "semeion": 1501}
+        "pixel": 40979, "semeion": 1501, "cnae9": 1468, "fashion": 40996, "devnagari": 40923}  # the last three opt-in
 
 
 @pytest.mark.parametrize("edit,message", [

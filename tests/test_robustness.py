@@ -752,3 +752,18 @@ def test_same_seed_gives_bit_identical_splits_episodes_and_accuracies():
         assert np.array_equal(getattr(split_a, part), getattr(split_b, part))
     pd.testing.assert_frame_equal(episodes_a, episodes_b, check_exact=True)
     assert not np.array_equal(split_a.test, split_c.test)
+
+
+def test_a_46_class_table_runs_its_episodes(repo, no_mlflow, monkeypatch, capsys):
+    """Devnagari-Script (a challenging table) has 46 classes: a synthetic 46-class table goes
+    through fetch, preprocess, split (every shot served) and 1/5/10-shot episodes, well above chance."""
+    rng = np.random.default_rng(3)
+    classes = np.repeat(np.arange(46), 80)
+    centres = rng.normal(scale=3.0, size=(46, 6))
+    frame = pd.DataFrame(centres[classes] + rng.normal(size=(len(classes), 6)), columns=[f"x{i}" for i in range(6)])
+    frame["label"] = [f"c{c:02d}" for c in classes]
+    frame.to_csv(repo / "data" / "local" / "many.csv", index=False)
+    edit_params(repo, add_dataset("many", {"path": "data/local/many.csv", "target": "label"}))
+    accuracy, log = few_shot_accuracy(repo, "many", monkeypatch, capsys)
+    assert len(EncodedTable.load(repo / "data" / "processed" / "many.npz").classes) == 46
+    assert accuracy > 3 / 46, (accuracy, log)
