@@ -14,7 +14,13 @@ USER_ERRORS = (ConfigError, DataError, EpisodeError, TrainingDiverged, OutputErr
 
 if os.environ.get("DVC_STAGE"):
     # Run by `dvc repro` (a stage script imports this module first, before its slow imports; a
-    # stage's spawned worker processes import it too): end with the process that started us.
+    # stage's spawned worker processes import it too). A stage process hands its script to the
+    # warm worker when one is running (seba/worker.py: it exits here with the script's status);
+    # otherwise it runs it itself, and ends with the process that started it.
+    if os.environ.get("SEBA_WORKER", "1") != "0":
+        from seba.worker import delegate
+
+        delegate()
     from seba.runtime import exit_with_parent
 
     exit_with_parent()

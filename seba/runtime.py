@@ -234,22 +234,25 @@ def write_text(path: str | Path, text: str) -> None:
         tmp.write_text(text)
 
 
-def exit_with_parent(poll_seconds: float = 1.0) -> bool:
+def exit_with_parent(poll_seconds: float = 1.0, of: int | None = None) -> bool:
     """End this process (and the processes it started) soon after the process that started it
     dies, as when only `dvc repro` is killed (``kill -9`` of its pid): a stage left running would
     go on writing its outputs beside the next `dvc repro`. A daemon thread checks the parent (and,
     when the parent is the shell DVC ran the command with, the shell's parent) every
     ``poll_seconds``. A process whose parent is already gone when this starts (it was re-parented
-    to PID 1) ends at once. Started once per process; returns whether it was started now."""
+    to PID 1) ends at once. ``of``: a process to watch instead of the parent, with its own parent
+    (a stage run by seba.worker watches the stage process it runs for). Started once per process;
+    returns whether it was started now."""
     import psutil
 
     global _WATCHDOG
     if _WATCHDOG is not None:
         return False
     me = psutil.Process()
-    watched = []
-    parent = me.parent()
-    while parent is not None and len(watched) < 2:
+    start = me if of is None else psutil.Process(of)
+    watched = [] if of is None else [start]
+    parent = start.parent()
+    while parent is not None and len(watched) < (2 if of is None else 3):
         watched.append(parent)
         if parent.name() not in ("sh", "bash", "dash", "zsh", "fish", "ksh"):
             break

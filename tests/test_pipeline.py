@@ -64,7 +64,8 @@ def test_mlflow_has_a_run_per_stage_with_seed_children(repo):
     by_stage = {}
     for r in parents:
         by_stage.setdefault(r.data.tags["stage"], []).append(r)
-    assert {k: len(v) for k, v in by_stage.items()} == {
+    opt_in = {"analysis", "theorem"}  # analyses/dvc.yaml's stages, when a test ran them in this pipeline
+    assert {k: len(v) for k, v in by_stage.items() if k not in opt_in} == {
         "fetch": 2, "preprocess": 2, "split": 2, "pretrain": 4, "evaluate": 2, "baseline": 2, "aggregate": 1}
     assert all(r.info.status == "FINISHED" for r in runs)
     pretrain = by_stage["pretrain"][0]

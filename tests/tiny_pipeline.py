@@ -61,7 +61,8 @@ def build(root: Path, work: Path) -> tuple[Path, dict, str]:
             path.unlink()
     set_params(work, TINY)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "DVC_NO_ANALYTICS": "1", "MLFLOW_DISABLE_TELEMETRY": "true"}
+           "DVC_NO_ANALYTICS": "1", "MLFLOW_DISABLE_TELEMETRY": "true",
+           "SEBA_WORKER_IDLE": "30"}  # the stages' warm worker (seba/worker.py) ends soon after the tests
     env.pop("MLFLOW_TRACKING_URI", None)
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
                 ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tiny"]):

@@ -1,0 +1,94 @@
+"""seba/worker.py: stage processes handed to a warm worker behave as if they ran themselves."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+SCRIPT = '''
+import seba.cli  # first, as every stage script: hands the script to the worker when one runs
+import os, sys, time
+print("pid", os.getpid(), "torch already imported:", "torch" in sys.modules, flush=True)
+print("argv", sys.argv[1:], "cwd", os.getcwd(), "var", os.environ.get("SEBA_TEST_VAR"), flush=True)
+print("to stderr", file=sys.stderr, flush=True)
+if "--sleep" in sys.argv:
+    time.sleep(120)
+sys.exit(int(sys.argv[1]))
+'''
+
+
+@pytest.fixture()
+def stage(tmp_path):
+    (tmp_path / "stages").mkdir()
+    (tmp_path / "stages" / "probe.py").write_text(SCRIPT)
+    env = {**os.environ, "DVC_STAGE": "probe", "SEBA_TEST_VAR": "x1", "SEBA_WORKER_IDLE": "30",
+           "SEBA_WORKER_SOCKET": str(tmp_path / "w.sock")}
+    env.pop("SEBA_WORKER", None)
+    yield tmp_path, env
+    for process in psutil.process_iter(["cmdline"]):
+        if str(tmp_path / "w.sock") in " ".join(process.info["cmdline"] or []):
+            process.kill()
+
+
+def run(tmp_path, env, *args):
+    return subprocess.run([sys.executable, "stages/probe.py", *args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def wait_for_worker(sock: Path) -> None:
+    deadline = time.time() + 90
+    while not sock.exists():
+        assert time.time() < deadline, "the worker never started"
+        time.sleep(0.2)
+
+
+def test_a_delegated_stage_runs_as_it_would_alone(stage):
+    tmp_path, env = stage
+    cold = run(tmp_path, env, "3", "b c")  # no worker yet: runs here, and starts one
+    assert cold.returncode == 3 and "torch already imported: False" in cold.stdout
+    wait_for_worker(tmp_path / "w.sock")
+    warm = run(tmp_path, env, "3", "b c")
+    assert "torch already imported: True" in warm.stdout, warm  # forked from the warm worker
+    assert warm.returncode == 3
+    assert warm.stdout.splitlines()[1:] == cold.stdout.splitlines()[1:]  # argv, cwd, environment
+    assert warm.stderr == cold.stderr == "to stderr\n"
+    assert run(tmp_path, env, "0").returncode == 0
+    off = run(tmp_path, {**env, "SEBA_WORKER": "0"}, "0")
+    assert "torch already imported: False" in off.stdout
+
+
+def test_killing_the_stage_process_ends_the_delegated_run(stage):
+    tmp_path, env = stage
+    run(tmp_path, env, "0")
+    wait_for_worker(tmp_path / "w.sock")
+    client = subprocess.Popen([sys.executable, "stages/probe.py", "0", "--sleep"], cwd=tmp_path, env=env,
+                              stdout=subprocess.PIPE, text=True)
+    line = client.stdout.readline()
+    assert "torch already imported: True" in line
+    child = psutil.Process(int(line.split()[1]))
+    assert child.pid != client.pid
+    client.send_signal(signal.SIGKILL)  # as when `dvc repro` and its stage are killed
+    client.wait()
+    child.wait(timeout=15)  # its watchdog sees the stage process gone
+
+
+def test_signals_reach_the_delegated_run(stage):
+    tmp_path, env = stage
+    run(tmp_path, env, "0")
+    wait_for_worker(tmp_path / "w.sock")
+    client = subprocess.Popen([sys.executable, "stages/probe.py", "0", "--sleep"], cwd=tmp_path, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert "torch already imported: True" in client.stdout.readline()
+    client.send_signal(signal.SIGINT)  # Ctrl-C
+    assert client.wait(timeout=30) == 130
+
+
+def test_processes_a_stage_spawns_do_not_delegate(tmp_path):
+    code = "import sys; sys.argv = ['stages/probe.py']; from seba.worker import is_stage_process; print(is_stage_process())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
