@@ -9,8 +9,8 @@ two episodes, kNN and logistic regression), are built once with `dvc repro`, the
 `dvc repro --force` (every stage instance reruns; alternating baseline / tree, ``--repeats``
 times each) and a no-op `dvc repro` (three times each). Printed per tree: wall seconds, stage
 instances, wall and CPU seconds per instance (CPU: user + system of all processes, robust to a
-busy machine), and the ratios to the baseline. Each tree runs its own ``seba`` (PYTHONPATH) in
-this environment.
+busy machine; the stages' warm worker, seba/worker.py, and the runs it forks included), and the
+ratios to the baseline. Each tree runs its own ``seba`` (PYTHONPATH) in this environment.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,9 +65,24 @@ def checkout(rev: str | None, work: Path) -> None:
         shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
 
 
+def worker_cpu(work: Path) -> float:
+    """CPU seconds of the stages' warm workers started in ``work`` (seba/worker.py), with the
+    stage runs they forked: they are not this process's children, so getrusage misses them."""
+    total = 0.0
+    for process in psutil.process_iter(["cmdline", "cwd"]):
+        try:
+            if "seba.worker" in " ".join(process.info["cmdline"] or []) and process.info["cwd"] == str(work):
+                t = process.cpu_times()
+                total += t.user + t.system + t.children_user + t.children_system
+        except psutil.Error:
+            pass
+    return total
+
+
 def run(cmd: list[str], work: Path, env: dict) -> tuple[float, float, str]:
-    """(wall seconds, CPU seconds of the process tree, output)."""
+    """(wall seconds, CPU seconds of the process tree and of the workers it used, output)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    workers_before = worker_cpu(work)
     start = time.perf_counter()
     result = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -74,7 +90,36 @@ def run(cmd: list[str], work: Path, env: dict) -> tuple[float, float, str]:
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed in {work}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu += worker_cpu(work) - workers_before
     return wall, cpu, result.stdout + result.stderr
+
+
+def imports(stages=("pretrain", "evaluate", "baseline", "split"), repeats: int = 3) -> dict:
+    """A stage process's start-up alone: ``python stages/<stage>.py --help`` as DVC runs it (with
+    DVC_STAGE set), importing for itself (SEBA_WORKER=0) and through a warm worker: median wall s."""
+    sock = Path(tempfile.mkdtemp(prefix="seba-w-")) / "w.sock"
+    env = {**os.environ, "DVC_STAGE": "startup-benchmark", "SEBA_WORKER_SOCKET": str(sock), "SEBA_WORKER_IDLE": "60"}
+    subprocess.run([sys.executable, "stages/pretrain.py", "--help"], cwd=ROOT, env=env, capture_output=True)
+    deadline = time.time() + 120
+    while not sock.exists() and time.time() < deadline:
+        time.sleep(0.2)
+    time.sleep(5)  # its imports done
+    out = {}
+    for stage in stages:
+        for mode in ("0", "1"):
+            walls = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                subprocess.run([sys.executable, f"stages/{stage}.py", "--help"], cwd=ROOT,
+                               env={**env, "SEBA_WORKER": mode}, capture_output=True, check=True)
+                walls.append(time.perf_counter() - start)
+            out[f"{stage} {'worker' if mode == '1' else 'alone'}"] = statistics.median(walls)
+        print(f"{stage:<10} alone {out[stage + ' alone']:.2f} s, through the warm worker {out[stage + ' worker']:.2f} s",
+              flush=True)
+    for process in psutil.process_iter(["cmdline"]):
+        if str(sock) in " ".join(process.info["cmdline"] or []):
+            process.kill()
+    return out
 
 
 def main() -> None:
@@ -84,7 +129,14 @@ def main() -> None:
     parser.add_argument("--datasets", default="cmc,diabetes")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--json", help="also write every measurement and the medians to this file")
+    parser.add_argument("--imports-only", action="store_true",
+                        help="only the stage processes' start-up alone, without and with the worker")
     args = parser.parse_args()
+    if args.imports_only:
+        result = imports()
+        if args.json:
+            Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+        return
     datasets = args.datasets.split(",")
     scratch = Path(tempfile.mkdtemp(prefix="seba-startup-"))
     trees = {"baseline": args.baseline_rev, "this tree": None}

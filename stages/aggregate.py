@@ -1,9 +1,10 @@
 """DVC stage `aggregate`: results tables, summary metrics and figures for the datasets in params."""
 
+from seba.cli import run_stage  # first: hands the stage to a warm worker (seba/worker.py)
+
 import dataclasses
 
 from seba import paths
-from seba.cli import run_stage
 from seba.config import load_params
 from seba.report import write_reports
 from seba.runtime import log, repo_root

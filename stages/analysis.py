@@ -1,13 +1,14 @@
 """DVC stage `analysis` (analyses/dvc.yaml): the paper's two k-NN analyses on every table in
 params, from the processed tables, the splits and the trained encoders (seba/analysis.py)."""
 
+from seba.cli import run_stage  # first: hands the stage to a warm worker (seba/worker.py)
+
 import dataclasses
 
 import yaml
 
 from seba import paths
 from seba.analysis import analyse_dataset, write_report
-from seba.cli import run_stage
 from seba.config import load_params
 from seba.runtime import configure_threads, repo_root
 from seba.tracking import Tracker

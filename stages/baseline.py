@@ -1,10 +1,11 @@
 """DVC stage `baseline@<method>-<dataset>`: one baseline on SeBA's episodes of one dataset."""
 
+from seba.cli import parse_args, run_stage  # first: hands the stage to a warm worker (seba/worker.py)
+
 import dataclasses
 
 from seba import paths
 from seba.baselines.base import evaluate_baseline, load_method
-from seba.cli import parse_args, run_stage
 from seba.config import load_params
 from seba.data import EncodedTable, check_shots, load_split
 from seba.evaluate import summarise

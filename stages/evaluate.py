@@ -1,9 +1,10 @@
 """DVC stage `evaluate@<dataset>`: few-shot episodes for every ratio encoder and the ensemble."""
 
+from seba.cli import parse_args, run_stage  # first: hands the stage to a warm worker (seba/worker.py)
+
 import dataclasses
 
 from seba import paths
-from seba.cli import parse_args, run_stage
 from seba.config import load_params, ratio_tag
 from seba.data import EncodedTable
 from seba.evaluate import evaluate_in_groups

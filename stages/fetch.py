@@ -1,9 +1,10 @@
 """DVC stage `fetch@<dataset>`: the raw table from OpenML, or the verified offline snapshot."""
 
+from seba.cli import parse_args, run_stage  # first: hands the stage to a warm worker (seba/worker.py)
+
 import time
 
 from seba import paths
-from seba.cli import parse_args, run_stage
 from seba.config import load_params
 from seba.data import fetch_table
 from seba.runtime import atomic_path, log, repo_root, write_json

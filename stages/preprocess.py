@@ -1,10 +1,11 @@
 """DVC stage `preprocess@<dataset>`: type-aware encoding (one-hot blocks, raw numerics, groups)
 and the table's schema report (what became of every column), next to the encoded table."""
 
+from seba.cli import parse_args, run_stage  # first: hands the stage to a warm worker (seba/worker.py)
+
 import pandas as pd
 
 from seba import paths
-from seba.cli import parse_args, run_stage
 from seba.config import load_params
 from seba.data import encode_table, log_schema, schema_metrics, schema_report
 from seba.runtime import repo_root, write_json

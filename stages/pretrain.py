@@ -1,7 +1,8 @@
 """DVC stage `pretrain@<dataset>-<ratio>`: one SeBA encoder per seed for one separation ratio."""
 
+from seba.cli import parse_args, run_stage  # first: hands the stage to a warm worker (seba/worker.py)
+
 from seba import paths
-from seba.cli import parse_args, run_stage
 from seba.config import load_params
 from seba.pretrain_stage import prepare, train
 from seba.runtime import repo_root, write_json

@@ -1,11 +1,12 @@
 """DVC stage `split@<dataset>`: one stratified train / validation / test split per seed."""
 
+from seba.cli import parse_args, run_stage  # first: hands the stage to a warm worker (seba/worker.py)
+
 import dataclasses
 
 import numpy as np
 
 from seba import paths
-from seba.cli import parse_args, run_stage
 from seba.config import load_params
 from seba.data import EncodedTable, check_shots, make_split, save_splits
 from seba.runtime import log, repo_root

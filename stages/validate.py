@@ -6,9 +6,10 @@ other stage's outputs. The output's bytes never change, so a valid edit reruns o
 that read the edited keys (docs/failures.md).
 """
 
+from seba.cli import run_stage  # first: hands the stage to a warm worker (seba/worker.py)
+
 import sys
 
-from seba.cli import run_stage
 from seba.validate import main as validate
 
 if __name__ == "__main__":

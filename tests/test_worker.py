@@ -92,3 +92,14 @@ def test_processes_a_stage_spawns_do_not_delegate(tmp_path):
     code = "import sys; sys.argv = ['stages/probe.py']; from seba.worker import is_stage_process; print(is_stage_process())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_every_stage_script_imports_seba_cli_first(root):
+    """seba.cli hands the stage to the warm worker on import: an import before it (torch, pandas,
+    a seba module that loads them) would be paid by every stage process."""
+    import ast
+
+    for script in sorted((root / "stages").glob("*.py")):
+        imports = [n for n in ast.parse(script.read_text()).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        first = imports[0]
+        assert isinstance(first, ast.ImportFrom) and first.module == "seba.cli", script.name
