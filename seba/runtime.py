@@ -268,7 +268,7 @@ def exit_with_parent(poll_seconds: float = 1.0, of: int | None = None) -> bool:
 
     def watch() -> None:
         if not orphaned_already():
-            while all(p.is_running() for p in watched):  # is_running also catches a reused pid
+            while all(_alive(p) for p in watched):
                 time.sleep(poll_seconds)
         children = me.children(recursive=True)
         for child in children:
@@ -285,6 +285,18 @@ def exit_with_parent(poll_seconds: float = 1.0, of: int | None = None) -> bool:
 
 
 _WATCHDOG: threading.Thread | None = None
+
+
+def _alive(process) -> bool:
+    """Running, and not a zombie: a killed `dvc repro` whose own parent has not reaped it yet
+    (it may be waiting for the very output pipes this stage holds) is dead. ``is_running`` also
+    catches a reused pid."""
+    import psutil
+
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def log(message: str) -> None:

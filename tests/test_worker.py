@@ -103,3 +103,19 @@ def test_every_stage_script_imports_seba_cli_first(root):
         imports = [n for n in ast.parse(script.read_text()).body if isinstance(n, (ast.Import, ast.ImportFrom))]
         first = imports[0]
         assert isinstance(first, ast.ImportFrom) and first.module == "seba.cli", script.name
+
+
+def test_a_zombie_parent_counts_as_gone():
+    """A killed `dvc repro` that its own parent has not reaped yet (a zombie) is dead to a stage's
+    watchdog; it used to count as running, and the orphaned stage trained on."""
+    from seba.runtime import _alive
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    process = psutil.Process(child.pid)
+    deadline = time.time() + 30
+    while process.status() != psutil.STATUS_ZOMBIE:  # exited, not yet reaped
+        assert time.time() < deadline
+        time.sleep(0.05)
+    assert not _alive(process)
+    assert _alive(psutil.Process())
+    child.wait()
