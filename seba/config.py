@@ -342,12 +342,16 @@ def parse_params(raw: Any) -> Params:
     return check(Params, raw, "")
 
 
-def load_params(path: str | Path = "params.yaml") -> Params:
+def read_params_file(path: str | Path = "params.yaml") -> Any:
+    """The parsed YAML of a params file; a missing or unparsable one is a ConfigError."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path} not found (run from the repository root)")
     try:
-        raw = yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from None
-    return parse_params(raw)
+
+
+def load_params(path: str | Path = "params.yaml") -> Params:
+    return parse_params(read_params_file(path))

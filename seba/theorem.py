@@ -32,6 +32,7 @@ import pandas as pd
 import yaml
 from scipy.special import ndtr
 
+from seba.config import read_params_file
 from seba.errors import ConfigError
 from seba.runtime import atomic_path
 
@@ -103,13 +104,7 @@ def parse_theorem(raw: Any) -> TheoremConfig:
 
 def load_theorem(path: str | Path = "params.yaml") -> TheoremConfig:
     """The `theorem` section of a params.yaml (defaults where it has none)."""
-    path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"{path} not found (run from the repository root)")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    raw = read_params_file(path)
     return parse_theorem(raw.get("theorem") if isinstance(raw, dict) else None)
 
 
