@@ -18,7 +18,19 @@ print("argv", sys.argv[1:], "cwd", os.getcwd(), "var", os.environ.get("SEBA_TEST
 print("to stderr", file=sys.stderr, flush=True)
 if "--sleep" in sys.argv:
     time.sleep(120)
-sys.exit(int(sys.argv[1]))
+
+
+def square(x):
+    return x * x
+
+
+if __name__ == "__main__":
+    if "--pool" in sys.argv:  # as pretraining's CPU workers: spawned processes re-import this script
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(2) as pool:
+            print("pool", pool.map(square, [1, 2, 3]), flush=True)
+    sys.exit(int(sys.argv[1]))
 '''
 
 
@@ -60,6 +72,8 @@ def test_a_delegated_stage_runs_as_it_would_alone(stage):
     assert run(tmp_path, env, "0").returncode == 0
     off = run(tmp_path, {**env, "SEBA_WORKER": "0"}, "0")
     assert "torch already imported: False" in off.stdout
+    pooled = run(tmp_path, env, "0", "--pool")  # a spawn pool inside a delegated run
+    assert pooled.returncode == 0 and "pool [1, 4, 9]" in pooled.stdout, pooled
 
 
 def test_killing_the_stage_process_ends_the_delegated_run(stage):
