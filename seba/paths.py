@@ -12,6 +12,7 @@ OPENML_CACHE = "data/openml_cache"  # the openml client's cache (not tracked)
 VALIDATED = "data/validated.txt"  # the validate stage's stamp
 PAPER_RESULTS = "data/reference/paper_results.csv"
 REPORTS = "reports"
+TRACKING = "data/tracking"  # stage runs waiting for the `track` stage (seba.tracking)
 
 
 def ratio_tag(ratio: float) -> str:
@@ -76,7 +77,7 @@ def report(root: Path, name: str) -> Path:
 
 def tracking(root: Path) -> Path:
     """The stage runs waiting for the `track` stage to push them into MLflow (seba.tracking)."""
-    return root / "data" / "tracking"
+    return root / TRACKING
 
 
 def analysis_reports(root: Path) -> Path:

@@ -26,7 +26,7 @@ from seba import paths
 from seba.runtime import log, repo_root
 
 EXPERIMENT = "seba"
-PENDING_DIR = "data/tracking"  # the records waiting for the track stage (git-ignored but for .gitignore)
+PENDING_DIR = paths.TRACKING  # the records waiting for the track stage (git-ignored but for .gitignore)
 _BATCH = 1000  # MLflow's limit of metrics per log_batch call
 _PARAMS_BATCH = 100  # and of params
 
