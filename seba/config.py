@@ -19,7 +19,7 @@ from pydantic import AfterValidator, BeforeValidator
 
 from seba.baselines import BASELINES
 from seba.errors import ConfigError
-from seba.paths import LOCAL, ratio_tag
+from seba.paths import LOCAL, RANDOM_RATIO, ratio_tag
 from seba.schema import (Bool, Float, Int, Ints, Numbers, PositiveFloat, PositiveInt, Str, at_most, check,
                          choice, fail, mapping_or_empty, rule, section)
 
@@ -88,24 +88,34 @@ class SplitConfig:
     val_fraction: OpenFraction = 0.1  # share of the train part used for early stopping
 
 
-def _check_ratios(ratios: tuple[float, ...]) -> tuple[float, ...]:
+def _ratio_list(value: Any) -> tuple[float | str, ...]:
+    """A non-empty list of numbers and at most one 'random'."""
+    if (not isinstance(value, (list, tuple)) or not value
+            or not all((isinstance(v, (int, float)) and not isinstance(v, bool)) or v == RANDOM_RATIO for v in value)):
+        raise fail(f"must be a non-empty list of numbers in (0, 1) or '{RANDOM_RATIO}' (a ratio drawn per batch "
+                   f"from pretrain.random_ratio_range), got {value!r}")
+    return tuple(v if isinstance(v, str) else float(v) for v in value)
+
+
+def _check_ratios(ratios: tuple[float | str, ...]) -> tuple[float | str, ...]:
     """Each ratio in (0, 1), and canonical: the name of its output directory and ensemble member
     (``ratio_tag``) spells it exactly as DVC does in the stage name and output path
     (``pretrain@<dataset>-<ratio>``, ``data/models/<dataset>/r<ratio>``), so two ratios never
     share a directory and a stage always writes where DVC expects it."""
-    for r in ratios:
-        if not 0.0 < r < 1.0:
-            raise fail(f"values must lie in (0, 1), got {r}")
     if len(set(ratios)) != len(ratios):
         raise fail(f"has duplicates: {list(ratios)}")
+    ratios_only = [r for r in ratios if not isinstance(r, str)]
+    for r in ratios_only:
+        if not 0.0 < r < 1.0:
+            raise fail(f"values must lie in (0, 1), got {r}")
     tags: dict[str, float] = {}
-    for r in ratios:
+    for r in ratios_only:
         tag = ratio_tag(r)
         if tag in tags:
             raise fail(f"values {tags[tag]!r} and {r!r} both name the output directory {tag}; ratios are kept "
                        f"to 6 significant digits")
         tags[tag] = r
-    for r in ratios:
+    for r in ratios_only:
         if ratio_tag(r) != f"r{r!r}":
             raise fail(f"value {r!r} has more than 6 significant digits; its output directory would be "
                        f"{ratio_tag(r)} while DVC expects r{r!r} (write it as {float(ratio_tag(r)[1:])!r})")
@@ -117,14 +127,34 @@ def _count(zero: str):
     return Annotated[Int, rule(lambda v: v >= 0, f"must be an integer >= 0 (0 = {zero})")]
 
 
+def _ratio_range(value: tuple[float, ...]) -> tuple[float, ...]:
+    if len(value) != 2 or not 0.0 < value[0] <= value[1] < 1.0:
+        raise fail(f"must be [low, high] with 0 < low <= high < 1, got {list(value)}")
+    return value
+
+
 @section
 class PretrainConfig:
-    ratios: Annotated[Numbers, AfterValidator(_check_ratios)] = (0.1, 0.2, 0.3, 0.4, 0.5)
+    # one encoder per entry; 'random' (ablation): one encoder whose ratio is drawn per batch
+    ratios: Annotated[tuple[float | str, ...], BeforeValidator(_ratio_list), AfterValidator(_check_ratios)] = (
+        0.1, 0.2, 0.3, 0.4, 0.5)
+    # the 'random' ratio: uniform on [low, high] per batch (the paper gives no range; its fixed ratios')
+    random_ratio_range: Annotated[Numbers, AfterValidator(_ratio_range)] = (0.1, 0.5)
     min_masked_columns: PositiveInt = 1  # k = max(min_masked_columns, floor(ratio * n_columns))
     fill: choice("zero", "marginal") = "zero"  # zero (paper) | marginal (ablation: values from a shuffled batch row)
+    # standardise numeric columns with the train part's statistics (paper); false (ablation): raw values
+    normalise: Bool = True
+    encoder: choice("mlp", "ft_transformer") = "mlp"  # mlp (paper) | ft_transformer (ablation)
     encoder_hidden: PositiveInt = 1024
     encoder_out: PositiveInt = 256
     encoder_out_relu: Bool = True
+    # FT-Transformer (encoder: ft_transformer): rtdl's default configuration with 3 blocks
+    ft_blocks: PositiveInt = 3
+    ft_dim: PositiveInt = 192  # token width (a multiple of ft_heads)
+    ft_heads: PositiveInt = 8
+    ft_attention_dropout: Annotated[Float, rule(lambda v: 0 <= v < 1, "must lie in [0, 1)")] = 0.2
+    ft_ffn_dropout: Annotated[Float, rule(lambda v: 0 <= v < 1, "must lie in [0, 1)")] = 0.1
+    ft_residual_dropout: Annotated[Float, rule(lambda v: 0 <= v < 1, "must lie in [0, 1)")] = 0.0
     projector_hidden: PositiveInt = 1024
     projector_out: PositiveInt = 256
     conditioned: Bool = True  # projector sees the expanded mask
@@ -146,6 +176,11 @@ class PretrainConfig:
     stack_size: _count("automatic") = 0  # most seeds trained as one stacked model; 0 = all that fit in memory
     progress_seconds: PositiveFloat = 15.0  # at most one progress line per this many seconds
 
+    def __post_init__(self):
+        if self.ft_dim % self.ft_heads:
+            raise ConfigError(f"params.yaml: 'pretrain.ft_dim' ({self.ft_dim}) must be a multiple of "
+                              f"'pretrain.ft_heads' ({self.ft_heads})")
+
 
 def _shots(shots: tuple[int, ...]) -> tuple[int, ...]:
     if any(s <= 0 for s in shots):
@@ -162,9 +197,14 @@ class EvaluateConfig:
     # arrays alone take ~0.8 MB per episode); at most 100x the paper's 100 episodes
     episodes: Annotated[PositiveInt, at_most(10_000)] = 100
     prototype_shots: Annotated[Ints, rule(lambda s: all(v > 0 for v in s), "must be positive")] = (1,)  # cosine prototypes
-    probe_lr: PositiveFloat = 1e-3  # shots not in prototype_shots: a linear probe
+    # the head of the shots not in prototype_shots: linear (paper) | prototype_cosine | prototype_euclidean
+    # | nn_cosine | nn_euclidean (1-NN to single support rows) | finetune (encoder and linear head together)
+    head: choice("linear", "prototype_cosine", "prototype_euclidean", "nn_cosine", "nn_euclidean",
+                 "finetune") = "linear"
+    probe_lr: PositiveFloat = 1e-3  # the linear probe's (and fine-tuning's) Adam learning rate
     probe_max_iters: PositiveInt = 10000
     probe_patience: PositiveInt = 100  # stop a probe after this many iterations without improvement
+    finetune_chunk: PositiveInt = 10  # episodes fine-tuned together (memory: a copy of the encoder each)
 
 
 def _methods(methods: Any) -> tuple[str, ...]:
@@ -325,6 +365,11 @@ class Params:
             if name not in self.sources:
                 raise ConfigError(f"params.yaml: dataset '{name}' is listed in 'datasets' but has no entry in "
                                   f"'sources'")
+        if self.evaluate.head == "finetune":
+            for name in self.datasets:
+                if self.pretrain_for(name).encoder != "mlp":
+                    raise ConfigError(f"params.yaml: 'evaluate.head' finetune needs the MLP encoder, but dataset "
+                                      f"'{name}' has pretrain.encoder {self.pretrain_for(name).encoder}")
 
     def pretrain_for(self, dataset: str) -> PretrainConfig:
         """The `pretrain` settings one dataset trains with: the section, with the dataset's own

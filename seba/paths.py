@@ -15,9 +15,17 @@ REPORTS = "reports"
 TRACKING = "data/tracking"  # stage runs waiting for the `track` stage (seba.tracking)
 
 
-def ratio_tag(ratio: float) -> str:
-    """The directory / member name of a ratio: 0.1 -> 'r0.1'."""
-    return f"r{ratio:g}"
+RANDOM_RATIO = "random"  # a `pretrain.ratios` entry: a ratio drawn per batch (pretrain.random_ratio_range)
+
+
+def ratio_tag(ratio: float | str) -> str:
+    """The directory / member name of a ratio: 0.1 -> 'r0.1', 'random' -> 'rrandom'."""
+    return f"r{ratio}" if isinstance(ratio, str) else f"r{ratio:g}"
+
+
+def parse_ratio(text: str) -> float | str:
+    """A stage's ``--ratio`` argument: a number, or 'random'."""
+    return text if text == RANDOM_RATIO else float(text)
 
 
 def raw_table(root: Path, dataset: str) -> Path:
