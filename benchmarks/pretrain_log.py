@@ -31,7 +31,7 @@ def main() -> None:
                 record = {key: entry[key] for key in KEYS}
                 record["precision"] = log["precision"]
                 record["val_loss"] = [round(value, 5) for value in entry["val_loss"]]
-                out[f"{dataset} r={ratio:g} seed {seed}"] = record
+                out[f"{dataset} {ratio_tag(ratio)} seed {seed}"] = record
     args.out.write_text(json.dumps(out, indent=1))
     print(f"{len(out)} encoders -> {args.out}")
 

@@ -29,7 +29,7 @@ from seba import paths
 from seba.config import AnalysisConfig, Params
 from seba.data import EncodedTable, load_split, scale
 from seba.objective import expand_mask, masked_group_count, sample_group_mask
-from seba.pretrain import encode
+from seba.pretrain import encode, normalised_input
 from seba.runtime import atomic_path, derive_seed, log, write_text
 
 _CHUNK = 1024  # query rows per distance block
@@ -182,7 +182,9 @@ def analyse_dataset(params: Params, dataset: str, root: Path) -> tuple[list[dict
         for ratio in params.pretrain.ratios:
             checkpoint = torch.load(paths.checkpoint(root, dataset, ratio, seed), map_location="cpu",
                                     weights_only=True)
-            per_ratio[paths.ratio_tag(ratio)] = encode(checkpoint["encoder"], checkpoint["model_config"], x_test,
+            # the encoder's own input (pretrain.normalise); the input-space neighbours stay standardised
+            x_in = x_test if normalised_input(checkpoint) else scale(table, split.train, False)[split.test]
+            per_ratio[paths.ratio_tag(ratio)] = encode(checkpoint["encoder"], checkpoint["model_config"], x_in,
                                                  torch.device("cpu")).numpy()
         latents = {**per_ratio, "ensemble": ensemble_features(list(per_ratio.values()))}
         for row in label_consistency(x_test, latents, y_test, cfg, f"{dataset}-{seed}"):

@@ -11,12 +11,45 @@ import torch.nn.functional as F
 
 
 def prototype_scores(features: torch.Tensor, support: torch.Tensor, support_labels: torch.Tensor,
-                     n_classes: int) -> torch.Tensor:
-    """Cosine similarity of every row to each class-mean prototype of the support. [M, E, N, C]"""
+                     n_classes: int, metric: str = "cosine") -> torch.Tensor:
+    """Every row's score for each class-mean prototype of the support: cosine similarity, or
+    (``metric="euclidean"``) minus the Euclidean distance. [M, E, N, C]"""
     support_features = features[:, support]  # [M, E, S, F]
     onehot = F.one_hot(support_labels, n_classes).to(features.dtype)  # [S, C]
     prototypes = torch.einsum("mesf,sc->mecf", support_features, onehot) / onehot.sum(0)[None, None, :, None]
-    return torch.einsum("mnf,mecf->menc", F.normalize(features, dim=-1), F.normalize(prototypes, dim=-1))
+    if metric == "cosine":
+        return torch.einsum("mnf,mecf->menc", F.normalize(features, dim=-1), F.normalize(prototypes, dim=-1))
+    if metric == "euclidean":
+        return -torch.stack([torch.cdist(features[m].unsqueeze(0).expand(len(p), -1, -1).contiguous(), p)
+                             for m, p in enumerate(prototypes)])
+    raise ValueError(f"unknown metric {metric!r}")
+
+
+def nearest_neighbour_scores(features: torch.Tensor, support: torch.Tensor, support_labels: torch.Tensor,
+                             n_classes: int, metric: str = "cosine", chunk_bytes: int = 256 << 20) -> torch.Tensor:
+    """1-NN to single support rows: every row's score for a class is its highest cosine similarity
+    to (or minus its smallest Euclidean distance from) one of that class's support rows, so the
+    top class is the nearest support row's. Episodes are taken in chunks of about ``chunk_bytes``
+    of similarities. [M, E, N, C]"""
+    M, N = features.shape[:2]
+    E, S = support.shape
+    onehot = F.one_hot(support_labels, n_classes).bool()  # [S, C]: every class has a support row
+    rows = F.normalize(features, dim=-1) if metric == "cosine" else features
+    out = features.new_empty(M, E, N, n_classes)
+    step = max(1, chunk_bytes // max(1, M * N * S * features.element_size()))
+    for first in range(0, E, step):
+        part = support[first:first + step]  # [e, S]
+        sup = rows[:, part]  # [M, e, S, F]
+        if metric == "cosine":
+            sim = torch.einsum("mnf,mesf->mens", rows, sup)
+        elif metric == "euclidean":
+            sim = -torch.cdist(rows.unsqueeze(1).expand(-1, len(part), -1, -1).reshape(M * len(part), N, -1),
+                               sup.reshape(M * len(part), S, -1)).view(M, len(part), N, S)
+        else:
+            raise ValueError(f"unknown metric {metric!r}")
+        for c in range(n_classes):
+            out[:, first:first + len(part), :, c] = sim[..., onehot[:, c]].amax(-1)
+    return out
 
 
 def probe_init(M: int, E: int, n_features: int, n_classes: int, generator: torch.Generator

@@ -634,14 +634,20 @@ def encode_table(frame: pd.DataFrame, notes: dict | None = None) -> EncodedTable
     )
 
 
-def scale(table: EncodedTable, train_idx: np.ndarray) -> np.ndarray:
+def scale(table: EncodedTable, train_idx: np.ndarray, normalise: bool = True) -> np.ndarray:
     """Standardise numeric columns with statistics of ``train_idx`` only; NaN -> 0 (train mean).
 
     One-hot columns are left as they are. Constant numeric columns are centred, not divided.
     The result is always finite: a column whose float32 statistics are not (an infinite value,
     or magnitudes whose squares overflow float32) is standardised in float64 over its finite
     values, and its infinite values count as missing.
+
+    ``normalise=False`` (the ablation ``pretrain.normalise: false``) keeps the numeric values as
+    they are; a missing or infinite value becomes the mean of the column's finite train values
+    (the value it takes when standardised), 0 for a column with none.
     """
+    if not normalise:
+        return _raw(table, train_idx)
     X = table.X.astype(np.float32, copy=True)
     if table.numeric.any():
         cols = np.nonzero(table.numeric)[0]
@@ -657,6 +663,21 @@ def scale(table: EncodedTable, train_idx: np.ndarray) -> np.ndarray:
         for j in cols[wide]:
             X[:, j] = _standardise_wide(table.X[:, j], train_idx)
     return np.nan_to_num(X, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
+
+
+def _raw(table: EncodedTable, train_idx: np.ndarray) -> np.ndarray:
+    """Numeric columns unscaled, missing and infinite values replaced by the train mean."""
+    X = table.X.astype(np.float64, copy=True)
+    X[~np.isfinite(X)] = np.nan
+    for j in np.nonzero(table.numeric)[0]:
+        train = X[train_idx, j]
+        train = train[np.isfinite(train)]
+        mean = float(train.mean()) if len(train) else 0.0
+        column = X[:, j]
+        column[np.isnan(column)] = mean if np.isfinite(mean) else 0.0
+    with np.errstate(over="ignore"):
+        X = X.astype(np.float32)
+    return np.nan_to_num(X, nan=0.0, posinf=0.0, neginf=0.0)
 
 
 def _standardise_wide(column: np.ndarray, train_idx: np.ndarray) -> np.ndarray:

@@ -13,24 +13,37 @@ import torch
 from seba import paths
 from seba.config import Params
 from seba.data import EncodedTable, load_split, scale
+from seba.errors import ConfigError
 from seba.evaluate import ENSEMBLE, summarise
-from seba.pretrain import encode
+from seba.finetune import FineTuneInputs
+from seba.pretrain import encode, normalised_input
 from seba.runtime import atomic_path, log, write_json
 
 
 def feature_loader(params: Params, dataset: str, table: EncodedTable, root: Path,
                    device: torch.device) -> Callable[[int], tuple[torch.Tensor, np.ndarray]]:
-    """``load_seed(seed)``: the ratio encoders' features [M, N, F] on the seed's test part, and its labels."""
+    """``load_seed(seed)``: the ratio encoders' features [M, N, F] on the seed's test part, its
+    labels, and (``evaluate.head: finetune``) the encoders and test rows to fine-tune with."""
 
     def load_seed(seed: int) -> tuple[torch.Tensor, np.ndarray]:
         split = load_split(paths.splits(root, dataset), seed)
-        X_test = scale(table, split.train)[split.test]
-        features = []
+        inputs: dict[bool, np.ndarray] = {}  # the test rows as each encoder was trained (pretrain.normalise)
+        features, checkpoints = [], []
         for ratio in params.pretrain.ratios:
             checkpoint = torch.load(paths.checkpoint(root, dataset, ratio, seed), map_location="cpu",
                                     weights_only=True)
-            features.append(encode(checkpoint["encoder"], checkpoint["model_config"], X_test, device))
-        return torch.stack(features), table.y[split.test]
+            normalise = normalised_input(checkpoint)
+            if normalise not in inputs:
+                inputs[normalise] = scale(table, split.train, normalise)[split.test]
+            features.append(encode(checkpoint["encoder"], checkpoint["model_config"], inputs[normalise], device))
+            checkpoints.append(checkpoint)
+        if params.evaluate.head != "finetune":
+            return torch.stack(features), table.y[split.test]
+        if len(inputs) > 1:
+            raise ConfigError(f"evaluate {dataset}: the finetune head needs encoders trained on one input "
+                              f"(pretrain.normalise differs between the ratios' checkpoints)")
+        x = torch.as_tensor(next(iter(inputs.values())), dtype=torch.float32, device=device)
+        return torch.stack(features), table.y[split.test], FineTuneInputs(checkpoints, x)
 
     return load_seed
 

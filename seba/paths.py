@@ -53,16 +53,16 @@ def splits(root: Path, dataset: str) -> Path:
     return root / "data" / "splits" / f"{dataset}.npz"
 
 
-def models(root: Path, dataset: str, ratio: float) -> Path:
+def models(root: Path, dataset: str, ratio: float | str) -> Path:
     """The encoders of one dataset and separation ratio (one checkpoint per seed, and the log)."""
     return root / "data" / "models" / dataset / ratio_tag(ratio)
 
 
-def checkpoint(root: Path, dataset: str, ratio: float, seed: int) -> Path:
+def checkpoint(root: Path, dataset: str, ratio: float | str, seed: int) -> Path:
     return models(root, dataset, ratio) / f"seed{seed}.pt"
 
 
-def training_log(root: Path, dataset: str, ratio: float) -> Path:
+def training_log(root: Path, dataset: str, ratio: float | str) -> Path:
     return models(root, dataset, ratio) / "log.json"
 
 

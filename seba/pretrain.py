@@ -28,6 +28,7 @@ import torch
 
 from seba.config import PretrainConfig
 from seba.errors import ConfigError, TrainingDiverged
+from seba.paths import RANDOM_RATIO
 from seba.model import Encoder, Projector, StackedEncoder, StackedProjector, select_members
 from seba.objective import (
     expand_mask,
@@ -121,9 +122,10 @@ class _Member:
     """One seed's own state in a stack: its generators, fixed validation views, early stopping
     and result. Draws come in the order ``pretrain_encoder`` made them for a seed alone."""
 
-    def __init__(self, data: SeedData, ratio: float, cfg: PretrainConfig, k: int, n_groups: int,
+    def __init__(self, data: SeedData, ratio: float | str, cfg: PretrainConfig, k: int, n_groups: int,
                  groups: torch.Tensor, val_batches: list[torch.Tensor]):
         self.data, self.cfg, self.k, self.n_groups, self.groups = data, cfg, k, n_groups, groups
+        self.random_ratio = ratio == RANDOM_RATIO
         self.run_seed = derive_seed(data.seed, ratio)
         self.gen = torch.Generator().manual_seed(self.run_seed)  # shuffles and training masks
         self.val_gen = torch.Generator().manual_seed(derive_seed(data.seed, ratio, "validation"))
@@ -137,8 +139,14 @@ class _Member:
         self.running = True
 
     def column_mask(self, generator: torch.Generator) -> torch.Tensor:
-        """One training-view mask over the encoded columns, drawn on a CPU generator."""
-        return expand_mask(sample_group_mask(self.n_groups, self.k, generator), self.groups)
+        """One training-view mask over the encoded columns, drawn on a CPU generator. The
+        'random' ratio first draws its ratio, uniform on ``pretrain.random_ratio_range``."""
+        k = self.k
+        if self.random_ratio:
+            low, high = self.cfg.random_ratio_range
+            ratio = low + (high - low) * float(torch.rand((), generator=generator, dtype=torch.float64))
+            k = masked_group_count(self.n_groups, ratio, self.cfg.min_masked_columns)
+        return expand_mask(sample_group_mask(self.n_groups, k, generator), self.groups)
 
     def draw_epoch(self, n_rows: int, batch_size: int) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor | None]:
         """This epoch's row order, one mask per batch and (marginal fill) each batch's row
@@ -201,7 +209,7 @@ class StackedStepGraphs:
 def pretrain_stack(
     members: list[SeedData],
     groups: np.ndarray,
-    ratio: float,
+    ratio: float | str,
     cfg: PretrainConfig,
     device: torch.device,
     label: str = "",
@@ -229,12 +237,13 @@ def pretrain_stack(
             f"({str(error).splitlines()[0][:160]}); set pretrain.stack_size below {len(members)}") from None
 
 
-def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float, cfg: PretrainConfig,
+def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float | str, cfg: PretrainConfig,
                  device: torch.device, label: str, cuda_graphs: bool) -> list[PretrainResult]:
     n_rows, n_val = len(members[0].x_train), len(members[0].x_val)
     groups_t = torch.as_tensor(groups, dtype=torch.long)
     n_groups = int(groups.max()) + 1
-    k = masked_group_count(n_groups, ratio, cfg.min_masked_columns)
+    # masked original columns per view; 0 for the 'random' ratio, whose views draw their own
+    k = 0 if ratio == RANDOM_RATIO else masked_group_count(n_groups, ratio, cfg.min_masked_columns)
     val_batches = batch_slices(n_val, cfg.batch_size, torch.arange(n_val))
     val_rows = [(int(b[0]), int(b[0]) + len(b)) for b in val_batches]
     draws = cfg.validation_draws
@@ -393,7 +402,7 @@ def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float, cfg:
     return [s.result for s in seeds]
 
 
-def pretrain_encoder(x_train: np.ndarray, x_val: np.ndarray, groups: np.ndarray, ratio: float, seed: int,
+def pretrain_encoder(x_train: np.ndarray, x_val: np.ndarray, groups: np.ndarray, ratio: float | str, seed: int,
                      cfg: PretrainConfig, device: torch.device, label: str = "",
                      cuda_graphs: bool = True) -> PretrainResult:
     """Train one SeBA encoder (a stack of one); returns the best (lowest validation objective)
@@ -468,6 +477,12 @@ def encoder_config(cfg: PretrainConfig, in_features: int) -> dict:
     """The encoder's shape as a checkpoint records it (``model_config``) and ``encode`` reads it."""
     return {"in_features": int(in_features), "encoder_hidden": cfg.encoder_hidden,
             "encoder_out": cfg.encoder_out, "encoder_out_relu": cfg.encoder_out_relu}
+
+
+def normalised_input(checkpoint: dict) -> bool:
+    """Whether a checkpoint's encoder was trained on standardised numeric columns
+    (``pretrain.normalise``; checkpoints from before the switch were)."""
+    return bool(checkpoint.get("pretrain_config", {}).get("normalise", True))
 
 
 @torch.no_grad()

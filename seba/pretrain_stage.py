@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from seba import paths
+from seba.paths import ratio_tag
 from seba.config import Params
 from seba.data import EncodedTable, check_shots, load_split, scale
 from seba.health import check_training
@@ -21,7 +22,7 @@ from seba.runtime import (configure_threads, format_seconds, log, resolve_precis
 @dataclasses.dataclass
 class PretrainRun:
     dataset: str
-    ratio: float
+    ratio: float | str
     root: Path
     cfg: object  # the dataset's PretrainConfig
     device: object  # torch.device
@@ -35,7 +36,7 @@ class PretrainRun:
     start: float = 0.0
 
 
-def prepare(params: Params, dataset: str, ratio: float, root: Path) -> PretrainRun:
+def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> PretrainRun:
     """Every seed's scaled train / validation rows (each seed's split must exist and serve the
     shots: fail before any training), and the plan; logs it."""
     cfg = params.pretrain_for(dataset)  # the `pretrain` section with this dataset's own values over it
@@ -46,10 +47,10 @@ def prepare(params: Params, dataset: str, ratio: float, root: Path) -> PretrainR
     for i, seed in enumerate(params.seeds, start=1):
         split = load_split(paths.splits(root, dataset), seed)
         check_shots(table.y[split.test], table.classes, params.evaluate.shots, dataset, seed)
-        X = scale(table, split.train)
-        label = f"[pretrain {dataset} r={ratio:g} seed {seed} ({i}/{len(params.seeds)})]"
+        X = scale(table, split.train, cfg.normalise)
+        label = f"[pretrain {dataset} r={ratio_tag(ratio)[1:]} seed {seed} ({i}/{len(params.seeds)})]"
         seeds.append(SeedData(X[split.train], X[split.val], seed, label))
-    stage = f"[pretrain {dataset} r={ratio:g}]"
+    stage = f"[pretrain {dataset} r={ratio_tag(ratio)[1:]}]"
     precision = resolve_precision(cfg.precision, device)
     workers, worker_threads = plan_workers(cfg, len(seeds), device)
     stacks = plan_stacks(len(seeds), workers, member_bytes(len(seeds[0].x_train), len(seeds[0].x_val),

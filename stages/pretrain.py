@@ -10,14 +10,15 @@ from seba.tracking import Tracker
 
 
 def main() -> None:
-    args = parse_args(__doc__, dataset=str, ratio=float)
+    args = parse_args(__doc__, dataset=str, ratio=paths.parse_ratio)
     params = load_params()
-    if not 0 < args.ratio < 1:
-        raise SystemExit(f"error: --ratio must lie in (0, 1), got {args.ratio}")
+    if not isinstance(args.ratio, str) and not 0 < args.ratio < 1:
+        raise SystemExit(f"error: --ratio must lie in (0, 1) or be 'random', got {args.ratio}")
+    name = paths.ratio_tag(args.ratio)[1:]
     root = repo_root()
     run = prepare(params, args.dataset, args.ratio, root)
-    with Tracker("pretrain", f"pretrain {args.dataset} r={args.ratio:g}", params=run.tracked,
-                 tags={"dataset": args.dataset, "ratio": f"{args.ratio:g}"}, root=root) as tracker:
+    with Tracker("pretrain", f"pretrain {args.dataset} r={name}", params=run.tracked,
+                 tags={"dataset": args.dataset, "ratio": name}, root=root) as tracker:
         train(run, tracker)
     write_json(paths.training_log(root, args.dataset, args.ratio), run.training_log)
 

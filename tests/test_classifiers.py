@@ -115,3 +115,42 @@ def test_adam_step_fused_and_written_out_match_torch_adam(monkeypatch):
     torch.testing.assert_close(results["fused"], ref.detach(), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(results["written_out"], ref.detach(), rtol=1e-5, atol=1e-6)
     assert not torch.equal(results["fused"], w0)
+
+
+def test_euclidean_prototypes_and_nearest_neighbours_by_hand():
+    from seba.classifiers import nearest_neighbour_scores
+
+    # one member, 5 rows in 2-D; support rows 0, 1 (class 0) and 2 (class 1)
+    X = torch.tensor([[0.0, 0.0], [2.0, 0.0], [10.0, 0.0], [1.5, 0.0], [6.5, 0.0]])[None]
+    support, labels = torch.tensor([[0, 1, 2]]), torch.tensor([0, 0, 1])
+    proto = prototype_scores(X, support, labels, 2, "euclidean")[0, 0]  # class means at x = 1 and x = 10
+    torch.testing.assert_close(proto[:, 0], -(X[0, :, 0] - 1).abs())
+    torch.testing.assert_close(proto[:, 1], -(X[0, :, 0] - 10).abs())
+    nn = nearest_neighbour_scores(X, support, labels, 2, "euclidean")[0, 0]
+    torch.testing.assert_close(nn[:, 0], -torch.tensor([0.0, 0.0, 8.0, 0.5, 4.5]))
+    torch.testing.assert_close(nn[:, 1], -torch.tensor([10.0, 8.0, 0.0, 8.5, 3.5]))
+    # x = 6.5 is nearer class 1 both ways (means 5.5 vs 3.5 away, support rows 4.5 vs 3.5)
+    assert nn.argmax(-1).tolist() == [0, 0, 1, 0, 1] == proto.argmax(-1).tolist()
+    # where 1-NN and prototypes disagree: class 0's rows at 0 and 8, class 1's at 5; query at 7.5
+    Y = torch.tensor([[0.0, 0.0], [8.0, 0.0], [5.0, 0.0], [7.5, 0.0]])[None]
+    support, labels = torch.tensor([[0, 1, 2]]), torch.tensor([0, 0, 1])
+    assert nearest_neighbour_scores(Y, support, labels, 2, "euclidean")[0, 0, 3].argmax() == 0  # 8 is nearest
+    assert prototype_scores(Y, support, labels, 2, "euclidean")[0, 0, 3].argmax() == 1  # mean 4 vs 5
+    # cosine 1-NN: the highest cosine similarity to one support row of the class
+    Z = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [3.0, 0.1]])[None]
+    cos = nearest_neighbour_scores(Z, torch.tensor([[0, 1]]), torch.tensor([0, 1]), 2, "cosine")[0, 0]
+    torch.testing.assert_close(cos, F.normalize(Z[0], dim=1) @ F.normalize(Z[0, :2], dim=1).T)
+
+
+def test_nearest_neighbour_scores_are_the_same_in_chunks_of_episodes():
+    from seba.classifiers import nearest_neighbour_scores
+
+    X, y = separable(n_per_class=10)
+    features = torch.stack([X, X * 2 + 1])
+    episodes = sample_episodes(y.numpy(), 3, 2, n_episodes=7, seed=0)
+    support, labels = torch.as_tensor(episodes.support), torch.as_tensor(episodes.support_labels)
+    for metric in ("cosine", "euclidean"):
+        whole = nearest_neighbour_scores(features, support, labels, 3, metric)
+        chunked = nearest_neighbour_scores(features, support, labels, 3, metric, chunk_bytes=1)
+        torch.testing.assert_close(whole, chunked)
+        assert ((whole.argmax(-1) == y) | ~torch.as_tensor(episodes.query)).all()

@@ -47,6 +47,18 @@ def test_default_params_are_the_papers(root):
      "unknown key 'sources.cmc.pretrain.patiense' \\(did you mean 'patience'\\?\\)"),
     (lambda r: r["sources"]["cmc"].update(pretrain={"ratios": [0.1]}), "'sources.cmc.pretrain.ratios' is not allowed"),
     (lambda r: r["sources"]["cmc"].update(pretrain="fp32"), "'sources.cmc.pretrain' must be a mapping"),
+    # the ablation switches
+    (lambda r: r["pretrain"].update(ratios=[0.1, "rand"]), "'pretrain.ratios' must be a non-empty list of numbers"),
+    (lambda r: r["pretrain"].update(ratios=["random", "random"]), "'pretrain.ratios' has duplicates"),
+    (lambda r: r["pretrain"].update(random_ratio_range=[0.5, 0.1]),
+     "'pretrain.random_ratio_range' must be \\[low, high\\] with 0 < low <= high < 1"),
+    (lambda r: r["pretrain"].update(normalise="yes"), "'pretrain.normalise' must be true or false"),
+    (lambda r: r["pretrain"].update(encoder="transformer"),
+     "'pretrain.encoder' is 'transformer'; allowed: mlp, ft_transformer"),
+    (lambda r: r["pretrain"].update(ft_heads=5), "'pretrain.ft_dim' \\(192\\) must be a multiple of 'pretrain.ft_heads'"),
+    (lambda r: r["evaluate"].update(head="svm"), "'evaluate.head' is 'svm'; allowed: linear, prototype_cosine"),
+    (lambda r: (r["evaluate"].update(head="finetune"), r["sources"]["cmc"].update(pretrain={"encoder": "ft_transformer"})),
+     "'evaluate.head' finetune needs the MLP encoder, but dataset 'cmc' has pretrain.encoder ft_transformer"),
 ])
 def test_bad_params_name_the_key(raw, edit, message):
     bad = copy.deepcopy(raw)

@@ -187,3 +187,24 @@ def test_a_supplied_fashion_copy_is_verified_and_read(tmp_path, snapshot_dir):
     shutil.copy(SHARED_FASHION, copy / "fashion.parquet")
     frame, info = load_snapshot(40996, copy)
     assert frame.shape == (70000, 785) and frame["class"].nunique() == 10 and info["source"] == "snapshot"
+
+
+def test_normalise_false_keeps_raw_numbers_and_imputes_the_train_mean(snapshot_dir):
+    toy = pd.DataFrame({"a": [1.0, np.nan, 3.0, 50.0, np.inf], "b": pd.Categorical(["x", "y", "x", "y", "x"]),
+                        "class": pd.Categorical(["p", "q", "p", "q", "p"])})
+    t = encode_table(toy.drop(columns="class").assign(**{"class": toy["class"]}))
+    train = np.array([0, 1, 2])
+    raw = scale(t, train, normalise=False)
+    a = list(np.nonzero(t.numeric)[0])[0]
+    np.testing.assert_allclose(raw[[0, 2, 3], a], [1.0, 3.0, 50.0])  # unscaled, test rows too
+    assert raw[1, a] == 2.0 and raw[4, a] == 2.0  # missing and infinite: the finite train values' mean
+    one_hot = ~t.numeric
+    np.testing.assert_array_equal(raw[:, one_hot], scale(t, train)[:, one_hot])  # one-hot blocks as they are
+    # the default standardises, with the same missing values at the train mean (0)
+    assert scale(t, train)[1, a] == 0.0
+    # a real table: the raw values are the table's own, with its missing numbers filled
+    table = encode_table(pd.read_parquet(snapshot_dir / "diabetes.parquet"))
+    split = make_split(table.y, 0, 1 / 6, 0.1)
+    raw = scale(table, split.train, normalise=False)
+    np.testing.assert_array_equal(raw, table.X.astype(np.float32))
+    assert np.isfinite(raw).all()

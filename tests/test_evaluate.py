@@ -66,3 +66,23 @@ def test_seeds_evaluated_together_score_as_each_seed_alone():
     assert [(seed, n) for seed, _, _, n in grouped] == [(4, 2), (5, 2), (6, 1)]
     for (_, frame, _, _), expected in zip(grouped, together):
         pd.testing.assert_frame_equal(frame, expected)
+
+
+@pytest.mark.parametrize("head", ["prototype_cosine", "prototype_euclidean", "nn_cosine", "nn_euclidean"])
+def test_the_head_switch_changes_only_the_shots_that_use_it(head):
+    rng = np.random.default_rng(2)
+    y = np.repeat(np.arange(3), 20)
+    features = torch.as_tensor(rng.normal(size=(2, 60, 8)) + np.eye(8)[y][None] * 1.5, dtype=torch.float32)
+    base = dataclasses.replace(EvaluateConfig(), episodes=5, shots=(1, 5))
+    linear = evaluate_members(features, ["r0.1", "r0.2"], y, 3, 0, base)
+    other = evaluate_members(features, ["r0.1", "r0.2"], y, 3, 0, dataclasses.replace(base, head=head))
+    one = linear["shot"] == 1
+    pd.testing.assert_frame_equal(linear[one], other[one])  # 1-shot keeps its cosine prototypes
+    assert (other.loc[~one, "probe_iterations"].isin([0, -1])).all()  # nothing trained
+    assert list(other["support_hash"]) == list(linear["support_hash"])  # the same episodes
+    if head == "prototype_cosine":  # the 1-shot head, applied to 5-shot
+        as_prototypes = evaluate_members(features, ["r0.1", "r0.2"], y, 3, 0,
+                                         dataclasses.replace(base, prototype_shots=(1, 5)))
+        pd.testing.assert_frame_equal(other, as_prototypes)
+    else:
+        assert not linear.loc[~one, "accuracy"].equals(other.loc[~one, "accuracy"])

@@ -143,6 +143,39 @@ def test_only_affected_stages_rerun_after_params_edits(repo):
     assert dry() == set()
 
 
+def test_ablation_switches_rerun_only_what_they_affect_and_run(repo):
+    work, env, _ = repo
+    dry = lambda: stages_run(run(["dvc", "repro", "--dry"], work, env).stdout)  # noqa: E731
+    assert dry() == set()
+    evaluation = {"validate", "evaluate@diabetes", "evaluate@cmc", "aggregate"}
+    set_params(work, {"evaluate": {"head": "nn_cosine"}})  # SeBA's head: the baselines keep theirs
+    assert dry() == evaluation
+    set_params(work, {"evaluate": {"head": "linear"}, "pretrain": {"normalise": False}})
+    # (`--dry` cannot foresee that new encoders rerun the evaluations; the real run below does)
+    assert dry() == {"validate", "aggregate"} | {f"pretrain@{d}-{r}" for d in ("diabetes", "cmc") for r in (0.2, 0.5)}
+
+    # a real run of three switches at once: raw inputs, a random-ratio encoder, fine-tuning
+    set_params(work, {"pretrain": {"ratios": [0.2, "random"]}, "evaluate": {"head": "finetune"}})
+    assert stages_run(run(["dvc", "repro"], work, env).stdout) == evaluation | {"track"} | {
+        f"pretrain@{d}-{r}" for d in ("diabetes", "cmc") for r in (0.2, "random")}
+    for ratio in ("r0.2", "rrandom"):
+        checkpoint = torch.load(work / "data/models/cmc" / ratio / "seed0.pt", weights_only=True)
+        assert checkpoint["pretrain_config"]["normalise"] is False
+    log = json.loads((work / "data/models/cmc/rrandom/log.json").read_text())
+    assert log["seeds"]["0"]["masked_columns"] == 0  # drawn per view
+    episodes = pd.read_csv(work / "reports/episodes/cmc.csv")
+    assert set(episodes["member"]) == {"r0.2", "rrandom", "ensemble"}
+    tuned = episodes[(episodes["shot"] > 1) & (episodes["member"] != "ensemble")]
+    assert (tuned["probe_iterations"] >= 0).all() and episodes["accuracy"].between(0, 100).all()
+    assert "rrandom" in (work / "reports/results.md").read_text()
+
+    # back as it was: DVC's run cache restores the earlier outputs
+    set_params(work, {"pretrain": {"ratios": TINY["pretrain"]["ratios"], "normalise": True},
+                      "evaluate": {"head": "linear"}})
+    run(["dvc", "repro"], work, env)
+    assert dry() == set()
+
+
 def test_a_broken_mlflow_store_only_warns_and_outputs_are_complete(repo):
     work, env, _ = repo
     (work / "reports/results.md").unlink()

@@ -121,3 +121,25 @@ def test_stacks_trained_in_parallel_processes_equal_the_same_stacks_in_turn():
         for key in a.encoder_state:
             assert torch.equal(a.encoder_state[key], b.encoder_state[key])
     assert parallel[0].val_loss != parallel[1].val_loss  # each seed its own run, in seed order
+
+
+def test_the_random_ratio_draws_each_views_size_from_its_range_and_trains():
+    from seba.objective import masked_group_count
+    from seba.pretrain import _Member, SeedData
+
+    X, groups = toy_table()
+    cfg = small_cfg(random_ratio_range=(0.1, 0.5), max_epochs=3)
+    member = _Member(SeedData(X[:250], X[250:], 0), "random", cfg, 0, 12, torch.as_tensor(groups), [])
+    sizes = [int(member.column_mask(member.gen).sum()) for _ in range(400)]
+    low, high = masked_group_count(12, 0.1), masked_group_count(12, 0.5)
+    # k = max(1, floor(u * 12)), u uniform on [0.1, 0.5): every size from 0.1's up to 0.5's (exclusive)
+    assert set(sizes) == set(range(low, high))
+    fixed = _Member(SeedData(X[:250], X[250:], 0), 0.3, cfg, 3, 12, torch.as_tensor(groups), [])
+    assert {int(fixed.column_mask(fixed.gen).sum()) for _ in range(50)} == {3}
+    result = pretrain_encoder(X[:250], X[250:], groups, "random", seed=0, cfg=cfg, device=torch.device("cpu"))
+    assert len(result.train_loss) == 3 and result.masked_columns == 0  # 0: the size varies per view
+    again = pretrain_encoder(X[:250], X[250:], groups, "random", seed=0, cfg=cfg, device=torch.device("cpu"))
+    assert result.train_loss == again.train_loss
+    narrow = pretrain_encoder(X[:250], X[250:], groups, "random", seed=0, device=torch.device("cpu"),
+                              cfg=dataclasses.replace(cfg, random_ratio_range=(0.3, 0.3)))
+    assert narrow.train_loss != result.train_loss  # the range is what is drawn from
