@@ -37,6 +37,11 @@ class Method:
         self.seed = seed
         self.device = device
 
+    @classmethod
+    def check(cls, cfg, table: EncodedTable, dataset: str) -> None:
+        """Refuse, before any work, what the method cannot run (a missing checkpoint or package, a
+        table beyond its limits), with an error that names the cause; the default accepts all."""
+
     def fit(self, x_train: np.ndarray, x_val: np.ndarray, groups: np.ndarray) -> None:
         """Learn from the unlabeled train (and validation) part; supervised methods do nothing."""
 
@@ -115,8 +120,9 @@ def train_with_early_stopping(modules: list[torch.nn.Module], batch_loss, n_trai
 def evaluate_baseline(cls: type[Method], cfg, table: EncodedTable, splits: dict, evaluate_cfg, dataset: str,
                       device: torch.device, tracker) -> pd.DataFrame:
     """Method ``cls`` on every seed's split of ``table``: fitted on the unlabeled train and
-    validation parts, scored on SeBA's episodes of the test part. Every episode, as the
-    evaluate stage writes SeBA's; each seed's metrics go to a child run of ``tracker``."""
+    validation parts, scored on SeBA's episodes of the test part (after ``cls.check``). Every
+    episode, as the evaluate stage writes SeBA's; each seed's metrics go to a child run of ``tracker``."""
+    cls.check(cfg, table, dataset)
     name, n_classes, frames = cls.name, len(table.classes), []
     for seed, split in splits.items():
         start = time.perf_counter()
