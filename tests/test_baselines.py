@@ -4,11 +4,12 @@ import pytest
 import torch
 
 from seba.baselines import (BASELINES, CatboostConfig, KnnConfig, LogregConfig, MeanteacherConfig, PseudolabelConfig,
-                            ScarfConfig, StuntConfig, SubtabConfig, VimeConfig)
+                            ScarfConfig, StuntConfig, SubtabConfig, TabpfnConfig, VimeConfig)
+from seba.baselines import tabpfn as tabpfn_baseline
 from seba.baselines.base import RepresentationMethod, load_method
 from seba.config import EvaluateConfig
 from seba.episodes import sample_episodes
-from seba.errors import DataError
+from seba.errors import ConfigError, DataError
 from seba.evaluate import episode_scores, support_hash
 from seba.report import check_same_episodes, comparison_markdown, comparison_table
 
@@ -23,6 +24,7 @@ CONFIGS = {
     "subtab": SubtabConfig(encoder_hidden=64, encoder_out=32, batch_size=32, max_epochs=15, patience=5),
     "pseudolabel": PseudolabelConfig(hidden=32, steps=100, batch_size=32),
     "meanteacher": MeanteacherConfig(hidden=32, steps=100, batch_size=32),
+    "tabpfn": TabpfnConfig(n_estimators=2),  # runs only with the tabpfn extra and a checkpoint (TABPFN_MODEL_CACHE_DIR)
 }
 
 
@@ -42,6 +44,12 @@ def toy(n_per_class=40, n_classes=3, dim=10, seed=0):
 def test_each_baseline_learns_a_separable_toy_table(method, shot):
     X, y = toy()
     cls = load_method(method)
+    if method == "tabpfn":  # only with its package and weights; tests/test_baseline_tabpfn.py tests its plumbing
+        try:
+            tabpfn_baseline.import_classifier()
+            tabpfn_baseline.checkpoint(CONFIGS[method])
+        except ConfigError as exc:
+            pytest.skip(str(exc)[:160])
     if issubclass(cls, RepresentationMethod):
         model = cls(CONFIGS[method], 0, torch.device("cpu"), EvaluateConfig(probe_max_iters=300))
     else:

@@ -20,7 +20,7 @@ params.yaml; see docs/adding-a-method.md.
 import dataclasses
 
 from seba.errors import ConfigError
-from seba.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
+from seba.schema import Bool, Float, Fraction, PositiveFloat, PositiveInt, Str, choice, section
 
 # Each method's settings: the `baselines.<name>` section of params.yaml, its defaults written
 # here once (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
@@ -165,6 +165,24 @@ class MeanteacherConfig:
                               "weight_decay >= 0")
 
 
+@section
+class TabpfnConfig:
+    # The pretrained weights are in no wheel and are not downloaded here: a local checkpoint file (or a
+    # folder holding one classifier checkpoint), relative to the repository root; None: the folder named
+    # by TABPFN_MODEL_CACHE_DIR (the tabpfn package's own variable). See docs/baselines.md#tabpfn.
+    model_path: Str | None = None
+    n_estimators: PositiveInt = 8  # TabPFN's default ensemble size (tabpfn >= 2.1; 2.0.x: 4)
+    softmax_temperature: PositiveFloat = 0.9  # TabPFN v2's default
+    average_before_softmax: Bool = False  # TabPFN's default: average the members' probabilities
+    balance_probabilities: Bool = False  # TabPFN's default (a support set is balanced anyway)
+    inference_precision: choice("auto", "autocast", "fp32", "fp64") = "auto"  # TabPFN's default (autocast where fast)
+    max_features: PositiveInt = 500  # TabPFN v2's pretraining limit on feature columns (v2.5 and later: 2000)
+    too_many_features: choice("error", "subsample", "ignore_limits") = "error"  # above max_features: refuse
+    # (TabPFN's own behaviour) | a random max_features columns per episode | every column, with TabPFN's
+    # ignore_pretraining_limits
+    device: choice("stage", "cpu", "cuda") = "stage"  # stage: the baseline stage's device (pretrain.device)
+
+
 @dataclasses.dataclass(frozen=True)
 class Baseline:
     params: type  # its params class: the `baselines.<name>` section
@@ -183,6 +201,7 @@ BASELINES: dict[str, Baseline] = {
     "subtab": Baseline(SubtabConfig, "SubTab"),
     "pseudolabel": Baseline(PseudolabelConfig, "PseudoL"),
     "meanteacher": Baseline(MeanteacherConfig, "MeanT"),
+    "tabpfn": Baseline(TabpfnConfig, "TabPFN"),
 }
 
 # The method classes of the modules imported so far, by name (``register`` fills it).
