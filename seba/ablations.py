@@ -281,7 +281,9 @@ def queue(args: argparse.Namespace) -> int:
     if run:
         print(" ".join(run), flush=True)
         if not args.dry_run:
-            return subprocess.run(run, cwd=root).returncode
+            code = subprocess.run(run, cwd=root).returncode
+            print("then: python -m seba.ablations collect (it names the experiments that failed)", flush=True)
+            return code
     return 0
 
 
