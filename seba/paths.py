@@ -11,6 +11,7 @@ SNAPSHOT = "data/snapshot"  # the offline copy of the OpenML tables
 OPENML_CACHE = "data/openml_cache"  # the openml client's cache (not tracked)
 VALIDATED = "data/validated.txt"  # the validate stage's stamp
 PAPER_RESULTS = "data/reference/paper_results.csv"
+PAPER_ABLATIONS = "data/reference/paper_ablations.csv"  # every number of the paper's ablation tables (seba.ablations)
 REPORTS = "reports"
 TRACKING = "data/tracking"  # stage runs waiting for the `track` stage (seba.tracking)
 
@@ -86,6 +87,12 @@ def report(root: Path, name: str) -> Path:
 def tracking(root: Path) -> Path:
     """The stage runs waiting for the `track` stage to push them into MLflow (seba.tracking)."""
     return root / TRACKING
+
+
+def ablation_reports(root: Path) -> Path:
+    """The ablation report's tables, figures and experiment record (``python -m seba.ablations collect``;
+    the report itself is ``report(root, "ablations.md")``)."""
+    return root / REPORTS / "ablations"
 
 
 def analysis_reports(root: Path) -> Path:

@@ -1,5 +1,10 @@
 """DVC stage `aggregate`: results tables, summary metrics and figures for the datasets in params."""
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's seba before an installed one (docs/ablations.md)
+
 from seba.cli import run_stage  # first: hands the stage to a warm worker (seba/worker.py)
 
 import dataclasses

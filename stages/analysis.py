@@ -1,6 +1,11 @@
 """DVC stage `analysis` (analyses/dvc.yaml): the paper's two k-NN analyses on every table in
 params, from the processed tables, the splits and the trained encoders (seba/analysis.py)."""
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's seba before an installed one (docs/ablations.md)
+
 from seba.cli import run_stage  # first: hands the stage to a warm worker (seba/worker.py)
 
 import dataclasses

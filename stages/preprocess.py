@@ -1,6 +1,11 @@
 """DVC stage `preprocess@<dataset>`: type-aware encoding (one-hot blocks, raw numerics, groups)
 and the table's schema report (what became of every column), next to the encoded table."""
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's seba before an installed one (docs/ablations.md)
+
 from seba.cli import parse_args, run_stage  # first: hands the stage to a warm worker (seba/worker.py)
 
 import pandas as pd

@@ -1,5 +1,10 @@
 """DVC stage `split@<dataset>`: one stratified train / validation / test split per seed."""
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's seba before an installed one (docs/ablations.md)
+
 from seba.cli import parse_args, run_stage  # first: hands the stage to a warm worker (seba/worker.py)
 
 import dataclasses

@@ -1,5 +1,10 @@
 """DVC stage `theorem`: the appendix theorem checked by simulation (seba/theorem.py); no data needed."""
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's seba before an installed one (docs/ablations.md)
+
 from seba.cli import run_stage
 from seba.runtime import atomic_path, log, repo_root, write_json, write_text
 from seba.theorem import (batch_table, best_constant, config_dict, figures, judge, load_theorem, numbers,

@@ -3,6 +3,11 @@
 Stages write their runs as records instead of importing MLflow (seba/tracking.py); this stage,
 last in the graph, sends them, each with its own start and end times."""
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's seba before an installed one (docs/ablations.md)
+
 from seba.cli import run_stage
 from seba.tracking import flush
 

@@ -6,9 +6,12 @@ other stage's outputs. The output's bytes never change, so a valid edit reruns o
 that read the edited keys (docs/failures.md).
 """
 
-from seba.cli import run_stage  # first: hands the stage to a warm worker (seba/worker.py)
-
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's seba before an installed one (docs/ablations.md)
+
+from seba.cli import run_stage  # first: hands the stage to a warm worker (seba/worker.py)
 
 from seba.validate import main as validate
 

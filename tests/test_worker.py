@@ -108,15 +108,55 @@ def test_processes_a_stage_spawns_do_not_delegate(tmp_path):
     assert out.strip() == "False"
 
 
+PATH_LINE = "sys.path.insert(0, str(Path(__file__).resolve().parents[1]))"
+
+
 def test_every_stage_script_imports_seba_cli_first(root):
     """seba.cli hands the stage to the warm worker on import: an import before it (torch, pandas,
-    a seba module that loads them) would be paid by every stage process."""
+    a seba module that loads them) would be paid by every stage process. Before it come only
+    ``sys`` and ``pathlib``, to put the script's own checkout first on sys.path."""
     import ast
 
     for script in sorted((root / "stages").glob("*.py")):
-        imports = [n for n in ast.parse(script.read_text()).body if isinstance(n, (ast.Import, ast.ImportFrom))]
-        first = imports[0]
-        assert isinstance(first, ast.ImportFrom) and first.module == "seba.cli", script.name
+        text = script.read_text()
+        imports = [n for n in ast.parse(text).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        first = next(i for i, n in enumerate(imports) if "seba" in ast.dump(n))
+        assert {n.names[0].name if isinstance(n, ast.Import) else n.module for n in imports[:first]} <= {
+            "sys", "pathlib"}, script.name
+        assert isinstance(imports[first], ast.ImportFrom) and imports[first].module == "seba.cli", script.name
+        assert 0 <= text.find(PATH_LINE) < text.find("from seba.cli import"), script.name
+
+
+def test_a_stage_imports_its_own_checkout(root, tmp_path):
+    """A stage script imports the ``seba`` beside its ``stages/`` folder, not another importable
+    one (an editable install of the workspace, PYTHONPATH), whether it runs itself or through
+    the warm worker: a queued DVC experiment runs in a copy of the repository
+    (.dvc/tmp/exps/tmp*) while the install points at the workspace (docs/ablations.md)."""
+    import shutil
+
+    other, checkout = tmp_path / "installed", tmp_path / "checkout"
+    for folder in (other, checkout):
+        shutil.copytree(root / "seba", folder / "seba", ignore=shutil.ignore_patterns("__pycache__"))
+    text = (root / "stages" / "split.py").read_text()  # a real stage script's header
+    header = text[:text.index("\n", text.index("from seba.cli import")) + 1]
+    (checkout / "stages").mkdir()
+    (checkout / "stages" / "probe.py").write_text(
+        header + "print('seba', sys.modules['seba'].__file__, 'warm', 'torch' in sys.modules, flush=True)\n")
+    sock = tmp_path / "w.sock"
+    env = {**os.environ, "PYTHONPATH": str(other), "DVC_STAGE": "probe", "SEBA_WORKER_IDLE": "30",
+           "SEBA_WORKER_SOCKET": str(sock)}
+    env.pop("SEBA_WORKER", None)
+    expected = f"seba {checkout / 'seba' / '__init__.py'} warm"
+    try:
+        cold = run(checkout, env)  # runs itself, and starts the worker (in the checkout)
+        assert cold.stdout.strip() == f"{expected} False", cold
+        wait_for_worker(sock)
+        warm = run(checkout, env)
+        assert warm.stdout.strip() == f"{expected} True", warm
+    finally:
+        for process in psutil.process_iter(["cmdline"]):
+            if str(sock) in " ".join(process.info["cmdline"] or []):
+                process.kill()
 
 
 def test_a_zombie_parent_counts_as_gone():

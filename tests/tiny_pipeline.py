@@ -44,8 +44,9 @@ def set_params(repo: Path, updates: dict) -> None:
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
 
-def build(root: Path, work: Path) -> tuple[Path, dict, str]:
-    """(repository, environment, output of its first `dvc repro`)."""
+def build(root: Path, work: Path, params: dict | None = None, repro: bool = True) -> tuple[Path, dict, str]:
+    """(repository, environment, output of its first `dvc repro`): ``params`` (default ``TINY``)
+    over the repository's params.yaml, committed; ``repro=False`` runs nothing (output '')."""
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=root, capture_output=True,
                            text=True, check=True).stdout.split()
     for name in files:
@@ -59,7 +60,7 @@ def build(root: Path, work: Path) -> tuple[Path, dict, str]:
             shutil.rmtree(path)
         elif path.exists():
             path.unlink()
-    set_params(work, TINY)
+    set_params(work, TINY if params is None else params)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
            "DVC_NO_ANALYTICS": "1", "MLFLOW_DISABLE_TELEMETRY": "true",
            "SEBA_WORKER_IDLE": "30"}  # the stages' warm worker (seba/worker.py) ends soon after the tests
@@ -67,6 +68,8 @@ def build(root: Path, work: Path) -> tuple[Path, dict, str]:
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
                 ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tiny"]):
         run(cmd, work, env)
+    if not repro:
+        return work, env, ""
     first = run(["dvc", "repro"], work, env)
     return work, env, first.stdout + first.stderr
 

@@ -1,0 +1,889 @@
+"""The paper's ablations (tex `sec:ablation`) as DVC experiments: one command queues them, one
+collects them into a report against the paper's numbers (docs/ablations.md).
+
+    python -m seba.ablations queue [--ablations ...] [--seeds ...] [--datasets ...] [--run | --start]
+    python -m seba.ablations collect
+
+``queue`` stages one ``dvc exp run --queue`` experiment per row of ``EXPERIMENTS`` (the default, the
+paper's SeBA, is one experiment shared by every ablation's default row). Every experiment sets all
+the ablation switches (``DEFAULTS`` overridden by its own), so it is the same whatever params.yaml
+holds, and the collector tells the variants apart by their params, not by their names.
+
+``collect`` reads ``dvc exp show --json`` and each experiment's per-episode results
+(``reports/episodes/<dataset>.csv`` at the experiment's commit) and writes reports/ablations.md and
+reports/ablations/ (CSV tables, one PNG per ablation, the experiments that made them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from seba import paths
+from seba.runtime import atomic_path, repo_root, write_text
+
+# ----------------------------------------------------------------------------- the variant table
+# The ablation switches and their values in the paper's SeBA (the default row of every ablation).
+DEFAULTS: dict[str, Any] = {
+    "pretrain.conditioned": True,
+    "pretrain.encoder": "mlp",
+    "pretrain.normalise": True,
+    "pretrain.fill": "zero",
+    "pretrain.ratios": [0.1, 0.2, 0.3, 0.4, 0.5],
+    "evaluate.head": "linear",
+}
+DEFAULT = "default"  # the default experiment's slug
+
+
+@dataclass(frozen=True)
+class Ablation:
+    name: str                      # `ablation` in data/reference/paper_ablations.csv
+    label: str                     # the paper's table (tex label)
+    title: str
+    shots: tuple[int, ...]         # the shots the paper reports
+    variants: tuple[tuple[str, str], ...]  # (the paper's variant name, experiment slug); the first is the default
+
+
+# One place: every (ablation, variant) of the paper's tables and the experiment that runs it.
+ABLATIONS: tuple[Ablation, ...] = (
+    Ablation("conditioning", "tab:conditioned_projector", "Conditioned projector", (1, 5, 10),
+             (("Yes (*)", DEFAULT), ("No", "cond-no"))),
+    Ablation("encoder", "tab:mlp_and_ft_transformer", "Encoder", (5,),
+             (("MLP (*)", DEFAULT), ("FT-Transformer", "enc-ft"))),
+    Ablation("norm_imputation", "tab:ablation_norm_imputation", "Preprocessing: normalisation and fill", (5,),
+             (("norm=True,fill=zero (*)", DEFAULT), ("norm=True,fill=marginal", "prep-marginal"),
+              ("norm=False,fill=zero", "prep-raw"), ("norm=False,fill=marginal", "prep-raw-marginal"))),
+    Ablation("ratio_mode", "tab:ablation_masking_ensembling", "Separation ratio: ensemble, single, random", (5,),
+             (("Ensemble (*)", DEFAULT), ("Ratio 0.1", "ratio-0.1"), ("Ratio 0.2", "ratio-0.2"),
+              ("Ratio 0.3", "ratio-0.3"), ("Ratio 0.4", "ratio-0.4"), ("Ratio 0.5", "ratio-0.5"),
+              ("Random ratio", "ratio-random"))),
+    Ablation("classifier", "tab:ablation_classifier_5shot", "Few-shot head (5-shot)", (5,),
+             (("Linear probe (*)", DEFAULT), ("Proto (eucl)", "head-proto-eucl"), ("Proto (cos)", "head-proto-cos"),
+              ("nn (eucl)", "head-nn-eucl"), ("nn (cos)", "head-nn-cos"), ("fine-tuning", "head-finetune"))),
+)
+
+# experiment slug -> its switch overrides (beyond DEFAULTS)
+EXPERIMENTS: dict[str, dict[str, Any]] = {
+    DEFAULT: {},
+    "cond-no": {"pretrain.conditioned": False},
+    "enc-ft": {"pretrain.encoder": "ft_transformer"},
+    "prep-marginal": {"pretrain.fill": "marginal"},
+    "prep-raw": {"pretrain.normalise": False},
+    "prep-raw-marginal": {"pretrain.normalise": False, "pretrain.fill": "marginal"},
+    **{f"ratio-{r:g}": {"pretrain.ratios": [r]} for r in (0.1, 0.2, 0.3, 0.4, 0.5)},
+    "ratio-random": {"pretrain.ratios": [paths.RANDOM_RATIO]},
+    "head-proto-eucl": {"evaluate.head": "prototype_euclidean"},
+    "head-proto-cos": {"evaluate.head": "prototype_cosine"},
+    "head-nn-eucl": {"evaluate.head": "nn_euclidean"},
+    "head-nn-cos": {"evaluate.head": "nn_cosine"},
+    "head-finetune": {"evaluate.head": "finetune"},
+}
+
+PREFIX = "abl"              # experiment names: <prefix>-<slug>
+PAPER_SEEDS = (0, 1, 2, 3, 4)  # the paper's protocol: 5 seeds
+MEMBER = "ensemble"         # the member read from the episodes (a single-ratio run's equals its encoder)
+COMMON = {"baselines.methods": []}  # what every experiment also sets: no baselines (not compared here)
+
+
+def ablation(name: str) -> Ablation:
+    for a in ABLATIONS:
+        if a.name == name:
+            return a
+    raise KeyError(name)
+
+
+def signature(slug: str) -> dict[str, Any]:
+    """Every switch's value in experiment ``slug``."""
+    return {**DEFAULTS, **EXPERIMENTS[slug]}
+
+
+def experiment_shots(slug: str, ablations: Iterable[Ablation] = ABLATIONS) -> list[int]:
+    """The shots an experiment evaluates: those of every ablation it serves (a shot's episodes do
+    not depend on the other shots listed)."""
+    return sorted({s for a in ablations for _, v in a.variants if v == slug for s in a.shots})
+
+
+def experiment_label(slug: str) -> str:
+    """'ratio_mode: Ratio 0.1' (the default: every ablation's default row)."""
+    rows = [f"{a.name}: {v}" for a in ABLATIONS for v, s in a.variants if s == slug]
+    return "; ".join(rows) if slug != DEFAULT else "the default, row (*) of every ablation"
+
+
+# ----------------------------------------------------------------------------- params helpers
+def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """{'pretrain': {'fill': 'zero'}} -> {'pretrain.fill': 'zero'}."""
+    if not isinstance(tree, dict):
+        return {prefix: tree}
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, dict) and value:
+            out.update(flatten(value, name))
+        else:
+            out[name] = value
+    return out
+
+
+def canonical(value: Any) -> Any:
+    """A comparable form: lists as tuples, floats rounded (YAML / JSON round trips), bools kept apart."""
+    if isinstance(value, (list, tuple)):
+        return tuple(canonical(v) for v in value)
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return round(float(value), 9)
+    return value
+
+
+def identify(params: dict[str, Any]) -> str | None:
+    """The experiment slug whose switch values these (flattened) params hold, or None."""
+    have = {k: canonical(params.get(k)) for k in DEFAULTS}
+    for slug in EXPERIMENTS:
+        if have == {k: canonical(v) for k, v in signature(slug).items()}:
+            return slug
+    return None
+
+
+def override_text(value: Any) -> str:
+    """A value as `dvc exp run -S key=value` (Hydra's override grammar) reads it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(override_text(v) for v in value) + "]"
+    if isinstance(value, float):
+        return format(value, "g")
+    return str(value)
+
+
+# ----------------------------------------------------------------------------- queue
+@dataclass
+class Plan:
+    name: str
+    slug: str
+    overrides: dict[str, Any]
+    message: str
+
+    def command(self) -> list[str]:
+        cmd = ["dvc", "exp", "run", "--queue", "-n", self.name, "-m", self.message]
+        for key, value in self.overrides.items():
+            cmd += ["-S", f"{key}={override_text(value)}"]
+        return cmd
+
+
+def parse_set(items: Iterable[str]) -> dict[str, Any]:
+    """`--set KEY=VALUE` (VALUE in YAML) for every experiment; the switches are refused."""
+    out = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"error: --set expects KEY=VALUE, got {item!r}")
+        if key in DEFAULTS:
+            raise SystemExit(f"error: --set {key}: an ablation switch is set by the variant table, not for all")
+        if key in ("seeds", "datasets"):
+            raise SystemExit(f"error: --set {key}: use --{key}")
+        out[key] = yaml.safe_load(text)
+    return out
+
+
+def plan(ablations: Iterable[str] | None = None, seeds: Iterable[int] = PAPER_SEEDS,
+         datasets: Iterable[str] | None = None, prefix: str = PREFIX, extra: dict[str, Any] | None = None,
+         only: Iterable[str] | None = None) -> list[Plan]:
+    """The experiments to queue: the default first (the others reuse its pretraining through
+    DVC's run cache when run after it), then each chosen ablation's variants in table order;
+    ``only``: just these experiments (slugs of ``EXPERIMENTS``)."""
+    chosen = [ablation(a) for a in ablations] if ablations else list(ABLATIONS)
+    slugs = list(dict.fromkeys(s for a in chosen for _, s in a.variants))
+    if only:
+        unknown = sorted(set(only) - set(EXPERIMENTS))
+        if unknown:
+            raise SystemExit(f"error: no experiment {', '.join(unknown)} in the table ({', '.join(EXPERIMENTS)})")
+        slugs = [s for s in EXPERIMENTS if s in set(only)]
+        chosen = list(ABLATIONS)
+    out = []
+    for slug in slugs:
+        overrides: dict[str, Any] = {"seeds": [int(s) for s in seeds]}
+        if datasets:
+            overrides["datasets"] = list(datasets)
+        overrides["evaluate.shots"] = experiment_shots(slug, chosen)
+        overrides.update(COMMON)
+        overrides.update(extra or {})
+        overrides.update(signature(slug))
+        out.append(Plan(f"{prefix}-{slug}", slug, overrides, f"seba ablation {slug}: {experiment_label(slug)}"))
+    return out
+
+
+def dvc_json(args: list[str], root: Path) -> Any:
+    result = subprocess.run(["dvc", *args], cwd=root, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"error: dvc {' '.join(args)} failed:\n{result.stderr.strip()}")
+    return json.loads(result.stdout or "[]")
+
+
+def existing_names(show: list) -> dict[str, str]:
+    """Experiment name -> state, for every experiment `dvc exp show --json` lists (queued ones too)."""
+    return {e.name: e.state for e in read_show(show)}
+
+
+def check_site_cache(root: Path) -> None:
+    """A relative `core.site_cache_dir` in DVC's config breaks every queued (and `--temp`)
+    experiment: DVC resolves it against the working directory, and its executor changes into the
+    experiment's copy (.dvc/tmp/exps/tmp*) after opening the repository ("unable to open database
+    file"). DVC_SITE_CACHE_DIR (absolute) overrides it."""
+    env = os.environ.get("DVC_SITE_CACHE_DIR")
+    if env and os.path.isabs(env):
+        return
+    for name in ("config", "config.local"):
+        path = root / ".dvc" / name
+        text = path.read_text() if path.exists() else ""
+        for value in re.findall(r"^\s*site_cache_dir\s*=\s*(.+?)\s*$", text, flags=re.M):
+            if not os.path.isabs(value):
+                raise SystemExit(f"error: .dvc/{name} sets site_cache_dir = {value}, a relative path: DVC's queued "
+                                 f"experiments fail with it ('unable to open database file'). Remove it (`dvc config "
+                                 f"--unset core.site_cache_dir`), make it absolute, or export DVC_SITE_CACHE_DIR")
+
+
+def queue(args: argparse.Namespace) -> int:
+    root = repo_root()
+    check_site_cache(root)
+    plans = plan(args.ablations, args.seeds, args.datasets, args.prefix, parse_set(args.set or []), args.only)
+    existing = {} if args.dry_run else existing_names(dvc_json(["exp", "show", "--json"], root))
+    clash = [p.name for p in plans if p.name in existing]
+    if clash and not args.skip_existing:
+        listed = ", ".join(f"{n} ({existing[n]})" for n in clash)
+        raise SystemExit(f"error: experiments of this commit already have these names: {listed}. Remove them "
+                         f"(`dvc exp remove NAME`, `dvc queue remove --failed`), choose another --prefix, "
+                         f"or add --skip-existing to queue only the others")
+    for p in plans:
+        if p.name in existing:
+            print(f"skipped {p.name}: exists ({existing[p.name]})")
+            continue
+        cmd = p.command()
+        print(" ".join(_quote(c) for c in cmd), flush=True)
+        if not args.dry_run:
+            subprocess.run(cmd, cwd=root, check=True)
+    run = None
+    if args.run:
+        run = ["dvc", "exp", "run", "--run-all", "--jobs", str(args.jobs)]
+    elif args.start:
+        run = ["dvc", "queue", "start", "--jobs", str(args.jobs)]
+    if run:
+        print(" ".join(run), flush=True)
+        if not args.dry_run:
+            code = subprocess.run(run, cwd=root).returncode
+            print("then: python -m seba.ablations collect (it names the experiments that failed)", flush=True)
+            return code
+    return 0
+
+
+def _quote(text: str) -> str:
+    return text if re.fullmatch(r"[\w.,=/@:+-]+", text) else "'" + text.replace("'", "'\\''") + "'"
+
+
+# ----------------------------------------------------------------------------- reading experiments
+@dataclass
+class Experiment:
+    name: str
+    rev: str
+    baseline: str
+    state: str                     # success | failed | queued | running | ...
+    params: dict[str, Any]         # flattened params.yaml
+    raw: dict[str, Any] = field(default_factory=dict)  # params.yaml as it is
+    timestamp: str = ""
+    log: str | None = None         # the queue's log of the run, while DVC keeps it
+    slug: str | None = None        # identified from the params
+    stages_run: list[str] | None = None
+
+    @property
+    def seeds(self) -> list[int]:
+        return [int(s) for s in self.params.get("seeds") or []]
+
+    @property
+    def datasets(self) -> list[str]:
+        return list(self.params.get("datasets") or [])
+
+
+def read_show(show: list) -> list[Experiment]:
+    """Every experiment in `dvc exp show --json` (DVC 3: a list of baseline commits, each with
+    ``experiments``: [{"name", "executor": {"state", "local": {"log"}} | null, "revs": [{"rev",
+    "name", "data": {"params": {"params.yaml": {"data": ...}}, "timestamp"}, "error"}]}])."""
+    out = []
+    for baseline in show or []:
+        if baseline.get("rev") == "workspace":
+            continue
+        for exp in baseline.get("experiments") or []:
+            executor = exp.get("executor") or {}
+            for rev in exp.get("revs") or []:
+                data = rev.get("data") or {}
+                state = executor.get("state") or ("failed" if rev.get("error") else "success")
+                raw = ((data.get("params") or {}).get("params.yaml") or {}).get("data") or {}
+                params = flatten(raw)
+                out.append(Experiment(
+                    name=rev.get("name") or exp.get("name") or rev["rev"][:7], rev=rev["rev"],
+                    baseline=baseline.get("rev", ""), state=state, params=params, raw=raw,
+                    timestamp=data.get("timestamp") or "", log=(executor.get("local") or {}).get("log"),
+                    slug=identify(params)))
+    return out
+
+
+def stages_in_log(text: str) -> list[str]:
+    """The stages a run's log says DVC ran (not those restored from the run cache or unchanged)."""
+    return re.findall(r"Running stage '([^']+)'", text)
+
+
+def dvc_episodes_reader(root: Path) -> Callable[[Experiment, str], pd.DataFrame]:
+    """Reads reports/episodes/<dataset>.csv as the experiment's commit has it (DVC's cache)."""
+    from dvc.api import DVCFileSystem
+
+    systems: dict[str, Any] = {}
+
+    def read(exp: Experiment, dataset: str) -> pd.DataFrame:
+        if exp.rev not in systems:
+            systems[exp.rev] = DVCFileSystem(str(root), rev=exp.rev)
+        with systems[exp.rev].open(paths.episodes(Path(), dataset).as_posix(), "r") as handle:
+            return pd.read_csv(handle)
+
+    return read
+
+
+def seed_accuracies(episodes: pd.DataFrame) -> pd.DataFrame:
+    """Per (shot, seed): the mean over episodes of the ensemble member's accuracy."""
+    part = episodes[episodes["member"] == MEMBER]
+    return part.groupby(["shot", "seed"], as_index=False)["accuracy"].mean()
+
+
+# ----------------------------------------------------------------------------- collecting
+SIMILAR_RATIO = (0.5, 2.0)  # ours / paper within this range counts as a similar size
+
+
+@dataclass
+class Collected:
+    chosen: dict[str, Experiment]            # slug -> the experiment used
+    scores: pd.DataFrame                     # slug, dataset, shot, seed, accuracy
+    table: pd.DataFrame                      # ablation, variant, dataset, shot, ours, ... (one row per cell)
+    effects: pd.DataFrame                    # ablation, shot, variant: differences to the default
+    best: pd.DataFrame                       # ablation, shot, variant: datasets on which it is best
+    datasets: list[str]
+    notes: list[str] = field(default_factory=list)
+    ignored: list[Experiment] = field(default_factory=list)
+
+
+def choose(experiments: list[Experiment], prefix: str) -> tuple[dict[str, Experiment], list[Experiment], list[str]]:
+    """Per slug, the experiment to use: the newest finished one, else the newest in any state.
+    Only experiments named <prefix>-...; a name that disagrees with the params is noted."""
+    notes, ignored = [], []
+    candidates: dict[str, list[Experiment]] = {}
+    for exp in experiments:
+        if not exp.name.startswith(f"{prefix}-"):
+            continue
+        if exp.slug is None:
+            notes.append(f"`{exp.name}` ({exp.rev[:10]}): its ablation switches match no variant of the table; "
+                         f"left out ({', '.join(f'{k}={exp.params.get(k)}' for k in DEFAULTS)})")
+            ignored.append(exp)
+            continue
+        named = exp.name[len(prefix) + 1:]
+        if named in EXPERIMENTS and named != exp.slug:
+            notes.append(f"`{exp.name}` holds the params of variant `{exp.slug}`, not `{named}`: read as `{exp.slug}`")
+        candidates.setdefault(exp.slug, []).append(exp)
+    chosen = {}
+    for slug, exps in candidates.items():
+        exps.sort(key=lambda e: (e.state == "success", e.timestamp), reverse=True)
+        chosen[slug] = exps[0]
+        for other in exps[1:]:
+            notes.append(f"`{other.name}` ({other.rev[:10]}, {other.state}) is another run of `{slug}`: "
+                         f"`{exps[0].name}` ({exps[0].rev[:10]}) is used")
+            ignored.append(other)
+    return chosen, ignored, notes
+
+
+COMPARED_AWAY = set(DEFAULTS) | {"evaluate.shots"}  # params allowed to differ from the default experiment
+
+
+def check_comparable(chosen: dict[str, Experiment]) -> list[str]:
+    """Notes for experiments whose other params differ from the default experiment's."""
+    default = chosen.get(DEFAULT)
+    if default is None:
+        return []
+    notes = []
+    for slug, exp in chosen.items():
+        if slug == DEFAULT:
+            continue
+        keys = sorted(k for k in set(default.params) | set(exp.params)
+                      if k not in COMPARED_AWAY and canonical(default.params.get(k)) != canonical(exp.params.get(k)))
+        if keys:
+            shown = ", ".join(f"{k}: {exp.params.get(k)!r} (default {default.params.get(k)!r})" for k in keys[:6])
+            notes.append(f"`{exp.name}` differs from the default experiment in more than its switches: {shown}"
+                         + (f" and {len(keys) - 6} more" if len(keys) > 6 else ""))
+    return notes
+
+
+def collect(show: list, read_episodes: Callable[[Experiment, str], pd.DataFrame], paper: pd.DataFrame,
+            prefix: str = PREFIX, read_log: Callable[[str], str | None] | None = None) -> Collected:
+    """Everything the report shows, from `dvc exp show --json` (parsed), a reader of an experiment's
+    episodes of one dataset, and the paper's numbers (data/reference/paper_ablations.csv)."""
+    experiments = read_show(show)
+    chosen, ignored, notes = choose(experiments, prefix)
+    notes += check_comparable(chosen)
+    for exp in chosen.values():
+        if exp.state == "failed":
+            notes.append(f"`{exp.name}` failed" + (f"; its log: {exp.log}" if exp.log else "")
+                         + f" (`dvc queue logs {exp.name}`)")
+    if read_log:
+        for exp in chosen.values():
+            text = read_log(exp.log) if exp.log else None
+            exp.stages_run = stages_in_log(text) if text is not None else None
+
+    default = chosen.get(DEFAULT)
+    if default is not None:
+        datasets = default.datasets
+    else:
+        datasets = list(dict.fromkeys(d for e in chosen.values() for d in e.datasets)) or \
+            list(dict.fromkeys(paper["dataset"]))
+
+    frames = []
+    for slug, exp in chosen.items():
+        if exp.state != "success":
+            continue
+        for dataset in exp.datasets:
+            try:
+                episodes = read_episodes(exp, dataset)
+            except (FileNotFoundError, OSError, KeyError) as exc:
+                notes.append(f"`{exp.name}`: no episodes of {dataset} at {exp.rev[:10]} ({type(exc).__name__})")
+                continue
+            acc = seed_accuracies(episodes)
+            acc = acc[acc["seed"].isin(exp.seeds)] if exp.seeds else acc
+            frames.append(acc.assign(slug=slug, dataset=dataset))
+    scores = (pd.concat(frames, ignore_index=True) if frames
+              else pd.DataFrame(columns=["shot", "seed", "accuracy", "slug", "dataset"]))
+    scores = scores[["slug", "dataset", "shot", "seed", "accuracy"]]
+
+    notes += same_as_default(scores, chosen)
+    table = _table(chosen, scores, paper, datasets)
+    effects = _effects(scores, paper, datasets)
+    best = _best(table)
+    return Collected(chosen, scores, table, effects, best, datasets, notes, ignored)
+
+
+def same_as_default(scores: pd.DataFrame, chosen: dict[str, Experiment]) -> list[str]:
+    """Notes for variants whose every (table, shot, seed) accuracy equals the default's: their
+    switch had no effect, as when the code does not read it yet."""
+    notes = []
+    base = scores[scores["slug"] == DEFAULT].set_index(["dataset", "shot", "seed"])["accuracy"]
+    for slug, exp in chosen.items():
+        mine = scores[scores["slug"] == slug].set_index(["dataset", "shot", "seed"])["accuracy"]
+        common = mine.index.intersection(base.index)
+        if slug != DEFAULT and len(common) and np.allclose(mine[common], base[common], rtol=0, atol=1e-9):
+            notes.append(f"`{exp.name}` has exactly the default's accuracies on every table, shot and seed: its "
+                         f"switch ({', '.join(f'{k}={v}' for k, v in EXPERIMENTS[slug].items())}) changed nothing "
+                         f"(does the code read it yet?)")
+    return notes
+
+
+def _status(exp: Experiment | None, has: bool) -> str:
+    if exp is None:
+        return "missing (not queued or removed)"
+    if exp.state != "success":
+        return f"{exp.state} ({exp.name})"
+    return "ok" if has else f"no result ({exp.name})"
+
+
+def _table(chosen: dict[str, Experiment], scores: pd.DataFrame, paper: pd.DataFrame, datasets: list[str]) -> pd.DataFrame:
+    rows = []
+    for a in ABLATIONS:
+        for shot in a.shots:
+            for variant, slug in a.variants:
+                exp = chosen.get(slug)
+                for dataset in datasets:
+                    part = scores[(scores["slug"] == slug) & (scores["dataset"] == dataset) & (scores["shot"] == shot)]
+                    acc = part["accuracy"].to_numpy(dtype=float)
+                    ref = paper[(paper["ablation"] == a.name) & (paper["variant"] == variant)
+                                & (paper["dataset"] == dataset) & (paper["shot"] == shot)]["accuracy"]
+                    rows.append({
+                        "ablation": a.name, "variant": variant, "dataset": dataset, "shot": shot,
+                        "ours": round(float(acc.mean()), 4) if len(acc) else math.nan,
+                        "ours_se": round(float(acc.std(ddof=1) / math.sqrt(len(acc))), 4) if len(acc) > 1 else math.nan,
+                        "paper": float(ref.iloc[0]) if len(ref) else math.nan,
+                        "seeds": " ".join(str(int(s)) for s in sorted(part["seed"])),
+                        "experiment": exp.name if exp else "", "rev": exp.rev[:10] if exp else "",
+                        "status": _status(exp, len(acc) > 0),
+                    })
+    return pd.DataFrame(rows)
+
+
+def paired_difference(variant: pd.DataFrame, default: pd.DataFrame) -> tuple[float, float, list[int], list[str]]:
+    """Variant − default of the means over tables, paired over seeds: per seed the mean over the
+    tables of (variant − default); returns (mean over seeds, its standard error std/sqrt(n), the
+    seeds, the tables), on the tables and seeds both have (every table for each seed used)."""
+    v = variant.pivot_table(index="seed", columns="dataset", values="accuracy")
+    d = default.pivot_table(index="seed", columns="dataset", values="accuracy")
+    tables = [c for c in d.columns if c in v.columns]
+    seeds = [s for s in d.index if s in v.index]
+    diff = (v.loc[seeds, tables] - d.loc[seeds, tables]).dropna(axis=0, how="any")
+    if diff.empty or not tables:
+        return math.nan, math.nan, [], []
+    per_seed = diff.mean(axis=1).to_numpy()
+    se = float(per_seed.std(ddof=1) / math.sqrt(len(per_seed))) if len(per_seed) > 1 else math.nan
+    return float(per_seed.mean()), se, [int(s) for s in diff.index], list(tables)
+
+
+def similar_size(ours: float, se: float, paper: float) -> bool | None:
+    """Ours within [0.5, 2] × the paper's difference (same sign), or the paper's within ours ± 2 SE."""
+    if math.isnan(ours) or math.isnan(paper):
+        return None
+    if paper != 0 and SIMILAR_RATIO[0] <= ours / paper <= SIMILAR_RATIO[1]:
+        return True
+    return bool(not math.isnan(se) and abs(ours - paper) <= 2 * se)
+
+
+def _effects(scores: pd.DataFrame, paper: pd.DataFrame, datasets: list[str]) -> pd.DataFrame:
+    rows = []
+    for a in ABLATIONS:
+        default_name, default_slug = a.variants[0]
+        for shot in a.shots:
+            d = scores[(scores["slug"] == default_slug) & (scores["shot"] == shot) & scores["dataset"].isin(datasets)]
+            for variant, slug in a.variants[1:]:
+                v = scores[(scores["slug"] == slug) & (scores["shot"] == shot) & scores["dataset"].isin(datasets)]
+                diff, se, seeds, tables = paired_difference(v, d) if len(v) and len(d) else (math.nan, math.nan, [], [])
+                ref = paper[(paper["ablation"] == a.name) & (paper["shot"] == shot)]
+                on = [t for t in (tables or datasets) if t in set(ref["dataset"])]
+                pv = ref[(ref["variant"] == variant) & ref["dataset"].isin(on)].set_index("dataset")["accuracy"]
+                pd_ = ref[(ref["variant"] == default_name) & ref["dataset"].isin(on)].set_index("dataset")["accuracy"]
+                common = [t for t in on if t in pv.index and t in pd_.index]
+                paper_diff = float((pv[common] - pd_[common]).mean()) if common else math.nan
+                sel_v = v[v["seed"].isin(seeds) & v["dataset"].isin(tables)]
+                sel_d = d[d["seed"].isin(seeds) & d["dataset"].isin(tables)]
+                rows.append({
+                    "ablation": a.name, "shot": shot, "variant": variant, "default": default_name,
+                    "ours_default": _mean_of_tables(sel_d), "ours_variant": _mean_of_tables(sel_v),
+                    "ours_diff": round(diff, 4) if not math.isnan(diff) else math.nan,
+                    "ours_se": round(se, 4) if not math.isnan(se) else math.nan,
+                    "paper_default": round(float(pd_[common].mean()), 4) if common else math.nan,
+                    "paper_variant": round(float(pv[common].mean()), 4) if common else math.nan,
+                    "paper_diff": round(paper_diff, 4) if not math.isnan(paper_diff) else math.nan,
+                    "same_sign": (None if math.isnan(diff) or math.isnan(paper_diff) or paper_diff == 0
+                                  else bool(np.sign(diff) == np.sign(paper_diff))),
+                    "beyond_2se": None if math.isnan(se) else bool(abs(diff) > 2 * se),
+                    "similar_size": similar_size(diff, se, paper_diff),
+                    "n_seeds": len(seeds), "n_tables": len(tables), "tables": " ".join(tables),
+                    "paper_tables": len(common),
+                })
+    return pd.DataFrame(rows)
+
+
+def _mean_of_tables(part: pd.DataFrame) -> float:
+    """Mean over tables of the mean over seeds."""
+    if part.empty:
+        return math.nan
+    return round(float(part.groupby("dataset")["accuracy"].mean().mean()), 4)
+
+
+def best_counts(values: pd.DataFrame) -> dict[str, int]:
+    """Per variant (columns), the number of datasets (rows) on which it is highest, ties counting
+    for each tied variant; values compared at the paper's 2 decimals; rows with a missing value skipped."""
+    full = values.dropna(axis=0, how="any").round(2)
+    counts = {str(c): 0 for c in values.columns}
+    for _, row in full.iterrows():
+        top = row.max()
+        for c in values.columns:
+            if row[c] == top:
+                counts[str(c)] += 1
+    return counts
+
+
+def _best(table: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for a in ABLATIONS:
+        names = [v for v, _ in a.variants]
+        for shot in a.shots:
+            part = table[(table["ablation"] == a.name) & (table["shot"] == shot)]
+            ours_all = part.pivot(index="dataset", columns="variant", values="ours").reindex(columns=names)
+            present = [v for v in names if ours_all[v].notna().any()]
+            ours = best_counts(ours_all[present]) if len(present) > 1 else {}
+            ref = part.pivot(index="dataset", columns="variant", values="paper").reindex(columns=names)
+            paper = best_counts(ref)
+            n_ours = int(ours_all[present].dropna(axis=0, how="any").shape[0]) if len(present) > 1 else 0
+            for v in names:
+                rows.append({"ablation": a.name, "shot": shot, "variant": v,
+                             "ours_best": ours.get(v, math.nan) if v in present else math.nan,
+                             "paper_best": paper.get(v, 0), "ours_tables": n_ours,
+                             "paper_tables": int(ref.dropna(axis=0, how="any").shape[0])})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- writing
+def _f(x: Any, digits: int = 2, signed: bool = False) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
+
+
+def _table_mean(values: pd.Series) -> str:
+    """Mean over tables, '*' when some table has no value."""
+    have = values.dropna()
+    if have.empty:
+        return "–"
+    return _f(float(have.mean())) + ("*" if len(have) < len(values) else "")
+
+
+def _yn(x: Any) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else ("yes" if x else "no")
+
+
+def markdown(c: Collected, figures: dict[str, str]) -> str:
+    default = c.chosen.get(DEFAULT)
+    seeds = sorted({s for e in c.chosen.values() for s in e.seeds})
+    lines = [
+        "# Ablations: this pipeline against the paper",
+        "",
+        "Generated by `python -m seba.ablations collect` from the DVC experiments below (docs/ablations.md). "
+        "Accuracy (%) of the SeBA ensemble (a single-ratio variant: its one encoder), mean over seeds of the "
+        "mean over each seed's episodes; the paper: `data/reference/paper_ablations.csv` (5 seeds).",
+        "",
+        f"- seeds: {' '.join(map(str, default.seeds)) if default else ' '.join(map(str, seeds)) or '–'}",
+        f"- datasets: {', '.join(c.datasets)}",
+        f"- episodes per shot and seed: {default.params.get('evaluate.episodes') if default else '–'}",
+        f"- baseline commit(s): {', '.join(sorted({e.baseline[:10] for e in c.chosen.values()})) or '–'}",
+        "",
+        "Difference = variant − default of the means over tables, paired over seeds: per seed the mean over "
+        "tables of (variant − default), then its mean and standard error (std / √seeds). *Sign*: ours has the "
+        "paper's sign. *Size*: ours within 0.5–2 × the paper's difference, or the paper's within ours ± 2 SE. "
+        "*Best on*: datasets on which the variant is highest among the ablation's variants (ties count; two "
+        "decimals), ours / the paper's.",
+        "",
+        "| ablation | shot | variant | ours: mean | ours: variant − default ± SE | paper: mean | paper: variant − default "
+        "| sign | size | best on (ours / paper) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for a in ABLATIONS:
+        for shot in a.shots:
+            for variant, slug in a.variants:
+                b = c.best[(c.best["ablation"] == a.name) & (c.best["shot"] == shot) & (c.best["variant"] == variant)]
+                best = f"{_f(b['ours_best'].iloc[0], 0)} / {int(b['paper_best'].iloc[0])}" if len(b) else "–"
+                cells = c.table[(c.table["ablation"] == a.name) & (c.table["shot"] == shot)
+                                & (c.table["variant"] == variant)]
+                ours, pap = _table_mean(cells["ours"]), _table_mean(cells["paper"])
+                if slug == DEFAULT:
+                    lines.append(f"| {a.name} | {shot} | {variant} | {ours} | (default) | {pap} | (default) | | | {best} |")
+                    continue
+                e = c.effects[(c.effects["ablation"] == a.name) & (c.effects["shot"] == shot)
+                              & (c.effects["variant"] == variant)].iloc[0]
+                diff = (f"{_f(e['ours_diff'], signed=True)} ± {_f(e['ours_se'])}" if not math.isnan(e["ours_diff"])
+                        else _status(c.chosen.get(slug), False) if c.chosen.get(slug) is None
+                        or c.chosen[slug].state != "success" else "no paired result")
+                lines.append(f"| {a.name} | {shot} | {variant} | {ours} | {diff} | {pap} | "
+                             f"{_f(e['paper_diff'], signed=True)} | {_yn(e['same_sign'])} | "
+                             f"{_yn(e['similar_size'])} | {best} |")
+    lines += ["", "*Mean*: over the tables that have a result (a table missing from the run is marked `*`); the "
+              "differences over the tables and seeds both the variant and the default have, the paper's over the "
+              "same tables (its default row is its main-table value, a 100-seed mean)."]
+
+    for a in ABLATIONS:
+        lines += ["", f"## {a.title} (`{a.name}`, tex `{a.label}`)", ""]
+        if a.name in figures:
+            lines += [f"![{a.name}]({figures[a.name]})", ""]
+        for shot in a.shots:
+            part = c.table[(c.table["ablation"] == a.name) & (c.table["shot"] == shot)]
+            names = [v for v, _ in a.variants]
+            lines += [f"{shot}-shot, ours (± SE over seeds) / paper:", "",
+                      "| dataset | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+            for dataset in c.datasets:
+                cells = []
+                for v in names:
+                    r = part[(part["dataset"] == dataset) & (part["variant"] == v)]
+                    if not len(r):
+                        cells.append("–")
+                        continue
+                    r = r.iloc[0]
+                    ours = _f(r["ours"]) + (f" ± {_f(r['ours_se'])}" if not math.isnan(r["ours_se"]) else "")
+                    cells.append(f"{ours} / {_f(r['paper'])}")
+                lines.append(f"| {dataset} | " + " | ".join(cells) + " |")
+            lines.append("")
+
+    missing = c.table[c.table["status"] != "ok"][["ablation", "variant", "status"]].drop_duplicates()
+    lines += ["## Missing and failed", ""]
+    if missing.empty:
+        lines.append("Every variant has a result on every table.")
+    else:
+        lines += ["| ablation | variant | status |", "|---|---|---|"]
+        lines += [f"| {r.ablation} | {r.variant} | {r.status} |" for r in missing.itertuples()]
+    if c.notes:
+        lines += ["", "Notes:", ""] + [f"- {n}" for n in c.notes]
+
+    lines += ["", "## Experiments", "",
+              "| experiment | variant | rev | state | seeds | datasets | stages run (pretrain) |", "|---|---|---|---|---|---|---|"]
+    for slug in EXPERIMENTS:
+        e = c.chosen.get(slug)
+        if e is None:
+            continue
+        if e.stages_run is None:
+            ran = "–"
+        else:
+            ran = f"{len(e.stages_run)} ({sum(s.startswith('pretrain@') for s in e.stages_run)})"
+        lines.append(f"| {e.name} | {slug} | {e.rev[:10]} | {e.state} | {' '.join(map(str, e.seeds))} | "
+                     f"{', '.join(e.datasets)} | {ran} |")
+    lines += ["", "Stages run: from the queue's log of the run while DVC keeps it (`–`: no log); a stage "
+              "restored from DVC's run cache does not count. Every experiment's params: "
+              "`reports/ablations/experiments.yaml`."]
+    return "\n".join(lines) + "\n"
+
+
+def figure(c: Collected, a: Ablation, path: Path) -> None:
+    """Per shot: ours (filled, ± SE) beside the paper (hollow) per dataset and variant; and the
+    datasets on which each variant is best, ours and the paper's."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [v for v, _ in a.variants]
+    colours = plt.get_cmap("tab10")
+    fig, axes = plt.subplots(len(a.shots), 2, figsize=(15, 3.8 * len(a.shots)), squeeze=False,
+                             gridspec_kw={"width_ratios": [3, 1]})
+    width = 0.8 / len(names)
+    for row, shot in enumerate(a.shots):
+        ax, bx = axes[row]
+        part = c.table[(c.table["ablation"] == a.name) & (c.table["shot"] == shot)]
+        x = np.arange(len(c.datasets))
+        for k, v in enumerate(names):
+            r = part[part["variant"] == v].set_index("dataset").reindex(c.datasets)
+            pos = x - 0.4 + width * (k + 0.5)
+            ax.errorbar(pos, r["ours"], yerr=r["ours_se"].fillna(0), fmt="o", color=colours(k), ms=5, capsize=2)
+            ax.scatter(pos, r["paper"], marker="D", facecolors="none", edgecolors=colours(k), s=30)
+        ax.set_xticks(x, c.datasets, rotation=30, ha="right")
+        ax.set_ylabel("accuracy (%)")
+        ax.set_title(f"{a.title}, {shot}-shot: ours (filled) and the paper (hollow) per dataset")
+        ax.grid(axis="y", alpha=0.3)
+        b = c.best[(c.best["ablation"] == a.name) & (c.best["shot"] == shot)].set_index("variant").reindex(names)
+        y = np.arange(len(names))
+        bx.barh(y - 0.2, b["ours_best"].fillna(0), 0.4, color="#3b75af", label="ours")
+        bx.barh(y + 0.2, b["paper_best"], 0.4, color="#ef8636", label="paper")
+        bx.set_yticks(y, names)
+        bx.invert_yaxis()
+        bx.set_xlabel("datasets on which it is best (ties count)")
+        bx.grid(axis="x", alpha=0.3)
+        if row == 0:
+            bx.legend(loc="lower right", fontsize=8)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=colours(k), marker="s", ls="", label=v) for k, v in enumerate(names)]
+    handles += [Line2D([], [], color="k", marker="o", ls="", label="ours (± SE over seeds)"),
+                Line2D([], [], color="k", marker="D", mfc="none", ls="", label="paper")]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.1 / len(a.shots), 1, 1))
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100, format="png")
+    plt.close(fig)
+
+
+def experiments_record(c: Collected) -> dict:
+    """The experiments behind the report: name, rev, baseline, state, variant, params that differ
+    from the default experiment's (the default: all its params)."""
+    default = c.chosen.get(DEFAULT)
+    out = {"experiments": [], "ignored": [f"{e.name} {e.rev[:10]} ({e.state})" for e in c.ignored]}
+    for slug in EXPERIMENTS:
+        e = c.chosen.get(slug)
+        if e is None:
+            continue
+        entry = {"name": e.name, "variant": slug, "label": experiment_label(slug), "rev": e.rev,
+                 "baseline": e.baseline, "state": e.state, "timestamp": e.timestamp}
+        if slug == DEFAULT or default is None:
+            entry["params"] = e.raw
+        else:
+            entry["params_differing_from_default"] = {
+                k: e.params.get(k) for k in sorted(set(e.params) | set(default.params))
+                if canonical(e.params.get(k)) != canonical(default.params.get(k))}
+        if e.stages_run is not None:
+            entry["stages_run"] = e.stages_run
+        out["experiments"].append(entry)
+    return out
+
+
+def write(c: Collected, root: Path) -> Path:
+    folder = paths.ablation_reports(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    figures = {}
+    for a in ABLATIONS:
+        name = f"{a.name}.png"
+        figure(c, a, folder / name)
+        figures[a.name] = f"ablations/{name}"
+    for frame, name in ((c.table, "ablations.csv"), (c.effects, "effects.csv"), (c.best, "best_counts.csv")):
+        with atomic_path(folder / name) as tmp:
+            frame.to_csv(tmp, index=False)
+    with atomic_path(folder / "experiments.yaml") as tmp:
+        tmp.write_text(yaml.safe_dump(experiments_record(c), sort_keys=False))
+    report = paths.report(root, "ablations.md")
+    write_text(report, markdown(c, figures))
+    return report
+
+
+def load_paper(root: Path) -> pd.DataFrame:
+    paper = pd.read_csv(root / paths.PAPER_ABLATIONS)
+    paper["shot"] = paper["shot"].astype(int)
+    return paper
+
+
+def collect_command(args: argparse.Namespace) -> int:
+    root = repo_root()
+    show = dvc_json(["exp", "show", "--json", *(["--all-commits"] if args.all_commits else [])], root)
+
+    def read_log(path: str) -> str | None:
+        try:
+            return Path(path).read_text(errors="replace")
+        except OSError:
+            return None
+
+    c = collect(show, dvc_episodes_reader(root), load_paper(root), args.prefix, read_log)
+    report = write(c, root)
+    missing = c.table[c.table["status"] != "ok"][["ablation", "variant", "status"]].drop_duplicates()
+    print(f"{report.relative_to(root)}: {len(c.chosen)} experiments"
+          + (f"; missing or failed: {len(missing)} variant rows (see its 'Missing and failed')" if len(missing) else ""))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m seba.ablations", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    q = sub.add_parser("queue", help="queue the ablation experiments (dvc exp run --queue)")
+    q.add_argument("--ablations", nargs="+", choices=[a.name for a in ABLATIONS],
+                   help="which ablations (default: all); the default experiment is always queued")
+    q.add_argument("--only", nargs="+", metavar="VARIANT", choices=list(EXPERIMENTS),
+                   help="just these experiments, by variant name (e.g. ratio-0.1 head-finetune; default among them)")
+    q.add_argument("--seeds", nargs="+", type=int, default=list(PAPER_SEEDS), help="default: 0 1 2 3 4 (the paper's)")
+    q.add_argument("--datasets", nargs="+", help="default: the params' datasets")
+    q.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="another params override for every experiment (repeatable), e.g. evaluate.episodes=20")
+    q.add_argument("--prefix", default=PREFIX, help=f"experiment names: PREFIX-<variant> (default {PREFIX})")
+    q.add_argument("--skip-existing", action="store_true", help="queue only the experiments whose names are free")
+    runner = q.add_mutually_exclusive_group()
+    runner.add_argument("--run", action="store_true",
+                        help="then run the queue and wait: dvc exp run --run-all --jobs N (follows the logs)")
+    runner.add_argument("--start", action="store_true",
+                        help="then start DVC's queue workers in the background: dvc queue start --jobs N")
+    q.add_argument("--jobs", type=int, default=1,
+                   help="experiments at once (default 1: later experiments reuse earlier ones' pretraining)")
+    q.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    c = sub.add_parser("collect", help="write reports/ablations.md and reports/ablations/ from the experiments")
+    c.add_argument("--prefix", default=PREFIX)
+    c.add_argument("--all-commits", action="store_true",
+                   help="read the experiments of every commit (default: those of the current commit)")
+    args = parser.parse_args(argv)
+    if args.command == "queue":
+        if args.jobs < 1:
+            parser.error("--jobs must be at least 1")
+        return queue(args)
+    return collect_command(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
