@@ -32,9 +32,13 @@ _PARAMS_BATCH = 100  # and of params
 
 
 def tracking_uri(root: Path | None = None) -> str:
-    """MLFLOW_TRACKING_URI if set, else the SQLite store at an absolute path in the repo."""
+    """MLFLOW_TRACKING_URI if set, else the SQLite store at an absolute path in the repo: the
+    workspace's, ``DVC_ROOT``, when DVC runs the stage (a queued experiment runs in a temporary
+    copy that DVC deletes afterwards, and points DVC_ROOT at the workspace it came from)."""
     if os.environ.get("MLFLOW_TRACKING_URI"):
         return os.environ["MLFLOW_TRACKING_URI"]
+    if os.environ.get("DVC_ROOT"):
+        root = Path(os.environ["DVC_ROOT"])
     root = root or repo_root()
     return f"sqlite:///{(root / 'mlflow.db').resolve()}"
 

@@ -332,3 +332,11 @@ def test_queue_run_collect_in_a_tiny_pipeline(root, tmp_path, monkeypatch):
     assert pretrained["ratio-0.2"] == []  # the default's r0.2 encoders, from the run cache
     assert "evaluate@diabetes" in record["ratio-0.2"]["stages_run"]
     assert (work / "reports" / "ablations" / "ratio_mode.png").exists()
+    # the experiments' MLflow runs are in the workspace's store (their temporary copies are gone)
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    evaluations = [r for r in runs if r.data.tags.get("stage") == "evaluate"
+                   and "mlflow.parentRunId" not in r.data.tags]
+    assert len(evaluations) == 2  # one per experiment (each with a nested run per seed)

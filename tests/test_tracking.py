@@ -116,3 +116,16 @@ def test_a_stage_never_imports_mlflow(tmp_path):
             "assert not any(m.startswith('mlflow') for m in sys.modules), 'mlflow imported'\n")
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "MLFLOW_TRACKING_URI": ""})
     assert len(_records(tmp_path)) == 1
+
+
+def test_dvc_root_names_the_store_of_a_stage_in_a_temporary_copy(tmp_path, monkeypatch):
+    from seba.tracking import tracking_uri
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("DVC_ROOT", raising=False)
+    copy, workspace = tmp_path / "copy", tmp_path / "workspace"
+    assert tracking_uri(copy) == f"sqlite:///{(copy / 'mlflow.db').resolve()}"
+    monkeypatch.setenv("DVC_ROOT", str(workspace))  # a queued experiment's stage (DVC sets it)
+    assert tracking_uri(copy) == f"sqlite:///{(workspace / 'mlflow.db').resolve()}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:////elsewhere.db")
+    assert tracking_uri(copy) == "sqlite:////elsewhere.db"
