@@ -271,8 +271,12 @@ def queue(args: argparse.Namespace) -> int:
             continue
         cmd = p.command()
         print(" ".join(_quote(c) for c in cmd), flush=True)
-        if not args.dry_run:
-            subprocess.run(cmd, cwd=root, check=True)
+        if not args.dry_run and subprocess.run(cmd, cwd=root).returncode != 0:
+            done = plans.index(p)
+            raise SystemExit(f"error: `dvc exp run --queue` failed for {p.name} (its message is above; a DVC run "
+                             f"in this workspace holds its lock until it ends: `dvc queue status`); "
+                             f"{done} experiment(s) before it were queued. Queue the rest again with "
+                             f"--skip-existing")
     run = None
     if args.run:
         run = ["dvc", "exp", "run", "--run-all", "--jobs", str(args.jobs)]

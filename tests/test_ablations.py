@@ -134,6 +134,10 @@ def test_queue_refuses_names_in_use_and_runs_the_queue(monkeypatch, capsys):
     ab.main(["queue", "--only", "ratio-0.3", "--start"])
     assert calls[-1] == ["dvc", "queue", "start", "--jobs", "1"]
     assert "skipped abl-default" in capsys.readouterr().out
+    # a `dvc exp run --queue` that fails (e.g. DVC's lock is held by a run) is one line, saying what was queued
+    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: type("R", (), {"returncode": 255}))
+    with pytest.raises(SystemExit, match="failed for abl-ratio-0.4 .* 0 experiment\\(s\\) before it were queued"):
+        ab.main(["queue", "--only", "ratio-0.4", "ratio-0.5", "--skip-existing"])
 
 
 def test_a_relative_site_cache_dir_is_refused(tmp_path, monkeypatch):
