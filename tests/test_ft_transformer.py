@@ -142,3 +142,12 @@ def test_the_mlp_default_is_unchanged_and_ft_plans_stacks_of_one():
     assert member_bytes(1000, 100, 40, ft) > 2 * base
     assert member_bytes(1000, 100, 20, dataclasses.replace(ft, ft_heads=8)) > base
     assert member_bytes(1000, 100, 20, dataclasses.replace(ft, ft_blocks=3)) > base
+
+
+def test_bf16_autocast_trains_as_for_the_mlp():
+    X, groups = toy_table(n=120)
+    result = pretrain_encoder(X[:100], X[100:], groups, 0.3, seed=0, cfg=small_cfg(precision="bf16", max_epochs=2),
+                              device=CPU)
+    assert result.precision == "bf16" and len(result.train_loss) == 2
+    assert all(np.isfinite(result.train_loss + result.val_loss))
+    assert all(v.dtype == torch.float32 for v in result.encoder_state.values())  # fp32 weights
