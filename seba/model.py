@@ -87,6 +87,10 @@ class StackedEncoder(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
 
+    def stacked_state(self) -> dict[str, torch.Tensor]:
+        """The state dict: every value has the leading member dimension already."""
+        return self.state_dict()
+
 
 class StackedProjector(nn.Module):
     """S projectors side by side; member s sees its own [D] mask (``column_masks`` is [S, D])."""

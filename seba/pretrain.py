@@ -9,6 +9,11 @@ each seed's validation objective decides its own early stopping; a seed that sto
 stack, and its best weights are kept. Every seed draws its shuffles and masks from its own
 generators in the order a seed trained alone draws them, so on a CPU a seed's encoder is the same,
 bit for bit, whatever the stack it trained in (tests/test_stacked.py).
+
+With ``pretrain.encoder: ft_transformer`` (the encoder ablation, seba/ft_transformer.py) every
+seed is a stack of one (an FT-Transformer is not batched across seeds), its dropout draws from
+torch's global generator seeded from the seed and ratio for the stack's run (and restored
+afterwards), and its steps stay eager on CUDA (no CUDA graphs).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import torch
 from seba.config import PretrainConfig
 from seba.errors import ConfigError, TrainingDiverged
 from seba.paths import RANDOM_RATIO
+from seba.ft_transformer import FTTransformer, StackedFTTransformer, ffn_hidden
 from seba.model import Encoder, Projector, StackedEncoder, StackedProjector, select_members
 from seba.objective import (
     expand_mask,
@@ -81,14 +87,51 @@ def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
     return tensor.pin_memory().to(device, non_blocking=True)
 
 
-def build_models(n_features: int, cfg: PretrainConfig, seed: int) -> tuple[Encoder, Projector]:
+def make_encoder(n_features: int, cfg: PretrainConfig | dict) -> Encoder | FTTransformer:
+    """The encoder ``pretrain.encoder`` names (mlp: ``Encoder``; ft_transformer: ``FTTransformer``
+    with the ``pretrain.ft_*`` settings), from a config or a checkpoint's ``model_config`` (one
+    without ``encoder``, written before the FT-Transformer existed, is an MLP's)."""
+    get = cfg.get if isinstance(cfg, dict) else lambda key, default=None: getattr(cfg, key)
+    if get("encoder", "mlp") == "ft_transformer":
+        return FTTransformer(n_features, get("encoder_out"), get("encoder_out_relu"), d=get("ft_dim"),
+                             n_blocks=get("ft_blocks"), n_heads=get("ft_heads"),
+                             attention_dropout=get("ft_attention_dropout"), ffn_dropout=get("ft_ffn_dropout"),
+                             residual_dropout=get("ft_residual_dropout"))
+    return Encoder(n_features, get("encoder_hidden"), get("encoder_out"), get("encoder_out_relu"))
+
+
+def build_models(n_features: int, cfg: PretrainConfig, seed: int) -> tuple[Encoder | FTTransformer, Projector]:
     """Models initialised from ``seed`` alone (the global RNG is restored afterwards)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        encoder = Encoder(n_features, cfg.encoder_hidden, cfg.encoder_out, cfg.encoder_out_relu)
+        encoder = make_encoder(n_features, cfg)
         projector = Projector(cfg.encoder_out, n_features, cfg.projector_hidden, cfg.projector_out,
                               conditioned=cfg.conditioned)
     return encoder, projector
+
+
+def stack_encoders(encoders: list[Encoder | FTTransformer]) -> StackedEncoder | StackedFTTransformer:
+    """The stacked form of the seeds' encoders: MLPs as one batched model, an FT-Transformer as a
+    stack of one."""
+    if isinstance(encoders[0], FTTransformer):
+        if len(encoders) != 1:
+            raise ValueError(f"an FT-Transformer trains in stacks of one, got {len(encoders)} encoders")
+        return StackedFTTransformer(encoders[0])
+    return StackedEncoder(encoders)
+
+
+@contextlib.contextmanager
+def seeded_dropout(cfg: PretrainConfig, seed: int, device: torch.device) -> Iterator[None]:
+    """For the FT-Transformer (whose dropout draws from torch's global generator): that generator
+    (the CPU's and ``device``'s) seeded with ``seed`` for the block, and restored afterwards, so
+    that a seed's training depends on its own seed alone. The MLP draws nothing from it: no-op."""
+    if cfg.encoder != "ft_transformer":
+        yield
+        return
+    devices = [device.index if device.index is not None else torch.cuda.current_device()] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        yield
 
 
 def stacked_seba_loss(encoder: StackedEncoder, projector: StackedProjector, x: torch.Tensor,
@@ -107,14 +150,32 @@ def stacked_seba_loss(encoder: StackedEncoder, projector: StackedProjector, x: t
 
 def member_bytes(n_rows: int, n_val_rows: int, n_features: int, cfg: PretrainConfig) -> int:
     """A generous estimate of the memory one seed takes in a stack: its rows, weights, gradients,
-    Adam's moments and best weights, and one step's activations and their gradients."""
+    Adam's moments and best weights, one step's activations kept for the backward pass and the
+    backward pass's gradients of them (MLP: all at once; FT-Transformer: one block's at a time).
+
+    The FT-Transformer's activations grow with the tokens T = columns + 1: per row and block about
+    ``10 d + 5 h`` floats of token activations and ``3 heads T`` of attention (probabilities,
+    their dropout and its mask: B x heads x T^2 each per block, as torch keeps them on a CPU); its
+    last block attends from the CLS token only. On dna (361 tokens) autograd keeps 8.5 M floats
+    per row (32 GiB at batch 1024; this estimate: 65 GiB), and a 128-row step peaked at 4.7 GiB
+    resident (estimate: 8.2 GiB); docs/performance.md."""
     D, H, O = n_features, cfg.encoder_hidden, cfg.encoder_out
     Hp, P = cfg.projector_hidden, cfg.projector_out
-    encoder = D * H + H + H * O + O
     projector = (O + (D if cfg.conditioned else 0)) * Hp + Hp + Hp * P + P
     B = min(cfg.batch_size, max(n_rows, n_val_rows, 2) + 1)
-    activations = B * (4 * D + 2 * H + 3 * O + 2 * Hp + 2 * P + 4 * B)
-    floats = (n_rows + n_val_rows) * D + 4 * (encoder + projector) + encoder + 2 * activations
+    shared = 4 * D + 2 * Hp + 2 * P + 4 * B  # per row: views, projector, similarities
+    if cfg.encoder == "ft_transformer":
+        d, L, heads, h, T = cfg.ft_dim, cfg.ft_blocks, cfg.ft_heads, ffn_hidden(cfg.ft_dim), D + 1
+        block = 4 * (d * d + d) + 2 * d * h + 2 * h + h * d + d + 4 * d  # attention, FFN, LayerNorms
+        encoder = 2 * D * d + d + L * block + 2 * d + d * O + O
+        full = T * (10 * d + 5 * h + 3 * heads * T)  # per row, a block over every token
+        last = 3 * T * d + 3 * heads * T + 10 * d + 5 * h  # the CLS-only block: keys and values of all
+        kept = B * (shared + T * d + (L - 1) * full + last + 3 * d + 3 * O)
+        transient = B * (shared + 2 * heads * T * T + T * (4 * d + 2 * h))  # one block's gradients
+    else:
+        encoder = D * H + H + H * O + O
+        kept = transient = B * (shared + 2 * H + 3 * O)
+    floats = (n_rows + n_val_rows) * D + 4 * (encoder + projector) + encoder + kept + transient
     return int(1.5 * 4 * floats)
 
 
@@ -227,9 +288,13 @@ def pretrain_stack(
     shapes = {(m.x_train.shape, m.x_val.shape) for m in members}
     if len(shapes) > 1:
         raise ValueError(f"pretrain_stack: the seeds' training / validation shapes differ: {sorted(shapes)}")
+    if cfg.encoder == "ft_transformer" and len(members) > 1:  # stacks of one, in turn
+        return [result for m in members
+                for result in pretrain_stack([m], groups, ratio, cfg, device, label, cuda_graphs)]
     cfg = dataclasses.replace(cfg, precision=resolve_precision(cfg.precision, device))
     try:
-        with matmul_precision(cfg.precision):
+        with matmul_precision(cfg.precision), seeded_dropout(cfg, derive_seed(members[0].seed, ratio, "dropout"),
+                                                             device):
             return _train_stack(members, groups, ratio, cfg, device, label, cuda_graphs)
     except torch.OutOfMemoryError as error:
         raise ConfigError(
@@ -249,7 +314,7 @@ def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float | str
     draws = cfg.validation_draws
     seeds = [_Member(m, ratio, cfg, k, n_groups, groups_t, val_batches) for m in members]
     models = [build_models(members[0].x_train.shape[1], cfg, s.run_seed) for s in seeds]
-    encoder = StackedEncoder([e for e, _ in models]).to(device)
+    encoder = stack_encoders([e for e, _ in models]).to(device)
     projector = StackedProjector([p for _, p in models]).to(device)
     del models
     optimiser = FusedAdam(list(encoder.parameters()) + list(projector.parameters()), cfg.lr)
@@ -262,7 +327,7 @@ def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float | str
         val_masks = torch.stack([torch.stack(s.val_masks) for s in seeds]).to(device)  # [S, views, D]
         val_perms = torch.stack([torch.cat(s.val_perms) for s in seeds]).to(device)  # [S, views' rows]
         perm_starts = np.cumsum([0] + [len(p) for p in seeds[0].val_perms]).tolist()
-    best = {name: value.detach().clone() for name, value in encoder.state_dict().items()}  # [all seeds, ...]
+    best = {name: value.detach().clone() for name, value in encoder.stacked_state().items()}  # [all seeds, ...]
 
     @torch.no_grad()
     def validation_losses() -> list[float]:
@@ -296,7 +361,9 @@ def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float | str
     if cfg.max_steps and steps_per_epoch:
         epoch_limit = min(epoch_limit, math.ceil(cfg.max_steps / steps_per_epoch))
     throttle = Throttle(cfg.progress_seconds)
-    use_graphs = cuda_graphs and device.type == "cuda" and cfg.precision in ("fp32", "tf32")
+    # not for the FT-Transformer: its dropout under graph capture is not verified
+    use_graphs = (cuda_graphs and device.type == "cuda" and cfg.precision in ("fp32", "tf32")
+                  and cfg.encoder == "mlp")
     graphs: StackedStepGraphs | None = None
     start = time.perf_counter()
 
@@ -378,7 +445,7 @@ def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float | str
                 finish(s, epoch)
         if improved:
             local, overall = to_device(torch.tensor(improved).T, device)
-            for name, value in encoder.state_dict().items():
+            for name, value in encoder.stacked_state().items():
                 best[name][overall] = value.detach()[local]
         running = sum(seeds[g].running for g in active)
         if running == 0:
@@ -445,6 +512,8 @@ def plan_stacks(n_seeds: int, workers: int, seed_bytes: int, cfg: PretrainConfig
             f"pretrain.batch_size or the model widths, or pretrain.workers")
     size = math.ceil(n_seeds / workers)
     size = min(size, fits, cfg.stack_size or size)
+    if cfg.encoder == "ft_transformer":  # not batched into one model: stacks of one
+        size = 1
     return [list(range(i, min(i + size, n_seeds))) for i in range(0, n_seeds, size)]
 
 
@@ -473,10 +542,17 @@ def pretrain_many(stacks: list[dict], workers: int, threads: int) -> Iterator[li
             raise
 
 
+FT_KEYS = ("ft_blocks", "ft_dim", "ft_heads", "ft_attention_dropout", "ft_ffn_dropout", "ft_residual_dropout")
+
+
 def encoder_config(cfg: PretrainConfig, in_features: int) -> dict:
-    """The encoder's shape as a checkpoint records it (``model_config``) and ``encode`` reads it."""
-    return {"in_features": int(in_features), "encoder_hidden": cfg.encoder_hidden,
-            "encoder_out": cfg.encoder_out, "encoder_out_relu": cfg.encoder_out_relu}
+    """The encoder's kind and shape as a checkpoint records it (``model_config``) and ``encode``
+    reads it: the MLP's widths, or the FT-Transformer's ``ft_*`` settings."""
+    config = {"encoder": cfg.encoder, "in_features": int(in_features), "encoder_out": cfg.encoder_out,
+              "encoder_out_relu": cfg.encoder_out_relu}
+    if cfg.encoder == "ft_transformer":
+        return {**config, **{key: getattr(cfg, key) for key in FT_KEYS}}
+    return {**config, "encoder_hidden": cfg.encoder_hidden}
 
 
 def normalised_input(checkpoint: dict) -> bool:
@@ -488,10 +564,14 @@ def normalised_input(checkpoint: dict) -> bool:
 @torch.no_grad()
 def encode(encoder_state: dict, cfg_dict: dict, x: np.ndarray, device: torch.device,
            batch_size: int = 8192) -> torch.Tensor:
-    """Encoder outputs [rows, out] for ``x`` with the weights of a checkpoint."""
-    encoder = Encoder(cfg_dict["in_features"], cfg_dict["encoder_hidden"], cfg_dict["encoder_out"],
-                      cfg_dict["encoder_out_relu"])
+    """Encoder outputs [rows, out] for ``x`` with the weights of a checkpoint, in eval mode (no
+    dropout). A ``model_config`` without ``encoder`` (older checkpoints) is an MLP's. The
+    FT-Transformer encodes in batches whose token activations stay near 256 MiB."""
+    encoder = make_encoder(cfg_dict["in_features"], cfg_dict)
     encoder.load_state_dict(encoder_state)
     encoder.to(device).eval()
+    if isinstance(encoder, FTTransformer):
+        per_row = (cfg_dict["in_features"] + 1) * 2 * ffn_hidden(cfg_dict["ft_dim"])
+        batch_size = max(1, min(batch_size, 2**26 // per_row))
     X = torch.as_tensor(x, dtype=torch.float32, device=device)
     return torch.cat([encoder(X[i:i + batch_size]) for i in range(0, len(X), batch_size)]).float()
