@@ -88,8 +88,10 @@ def record(run: PretrainRun, data: SeedData, result: PretrainResult, i: int, tra
     """One trained seed (the ``i``-th): health check, checkpoint, log entry, tracked metrics and series."""
     seed, label, cfg, device = data.seed, data.label, run.cfg, run.device
     child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed})
-    check_training(result.val_loss, encode(result.encoder_state, run.model_config, data.x_val, device),
-                   label, cfg.lr)  # a collapsed or diverged encoder is an error (seba.health)
+    warning = check_training(result.val_loss, encode(result.encoder_state, run.model_config, data.x_val, device),
+                             label, cfg.lr)  # a collapsed or diverged encoder is an error (seba.health)
+    if warning:
+        log(warning)
     save_checkpoint({"encoder": result.encoder_state, "model_config": run.model_config,
                      "pretrain_config": dataclasses.asdict(cfg), "dataset": run.dataset,
                      "ratio": run.ratio, "seed": seed, "best_epoch": result.best_epoch},
@@ -98,7 +100,7 @@ def record(run: PretrainRun, data: SeedData, result: PretrainResult, i: int, tra
                "best_val_loss": result.best_val_loss, "seconds": round(result.seconds, 3),
                "masked_columns": result.masked_columns, "steps": result.steps, "capped": int(result.capped)}
     run.training_log["precision"] = result.precision
-    run.training_log["seeds"][str(seed)] = {**summary, "cuda_graphs": result.cuda_graphs,
+    run.training_log["seeds"][str(seed)] = {**summary, "health_warning": warning, "cuda_graphs": result.cuda_graphs,
                                             "stack_size": result.stack_size,
                                             "train_loss": result.train_loss, "val_loss": result.val_loss}
     tracker.log_series({"train_loss": list(enumerate(result.train_loss, start=1)),

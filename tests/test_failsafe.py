@@ -211,6 +211,11 @@ def test_each_sign_of_collapse_is_named():
     assert "in 50 further epochs" in loss_problem(plateau)
     assert loss_problem(plateau[:-1]) is None
     assert loss_problem(plateau + [3.9]) is None
+    # a plateau alone, with outputs that still spread the rows, is a warning; with collapsed outputs an error
+    assert "warning: its validation loss never went below" in check_training(plateau, healthy, "x")
+    with pytest.raises(EncoderCollapsed, match="point the same way"):
+        check_training(plateau, np.outer(rng.uniform(1, 2, 50), rng.normal(size=8)), "x")
+    assert check_training(plateau + [3.9], healthy) is None
 
 
 # ----------------------------------------------------------------------------- checkpoints and full disks
