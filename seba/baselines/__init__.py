@@ -125,10 +125,11 @@ class SubtabConfig:
 
 @section
 class TjepaConfig:
-    # Sources: the official code's scripts/launch_tjepa.sh (the paper's run configuration) where it
-    # sets a value, src/configs.py's defaults where it does not. Four settings are cut for the
-    # cost budget (docs/baselines.md): layers, pred_layers, batch_size and max_steps; the launch
-    # script's values run days per seed on this CPU and need > 19 GB on the wide tables.
+    # Sources: the official code's scripts/launch_tjepa.sh (the run configuration it publishes) where
+    # it sets a value, src/configs.py's defaults where it does not. Cut for the cost budget
+    # (docs/baselines.md): layers, pred_layers, batch_size, max_steps and dropout; the launch
+    # script's values take 30-45 min per small table on this CPU, a day or more per wide one,
+    # and over 19 GB of memory on dna.
     dim: PositiveInt = 64  # token width (launch: model_dim_hidden 64; configs.py: 64)
     layers: PositiveInt = 4  # encoder transformer layers (configs.py: 4; launch: 16; cost budget)
     heads: PositiveInt = 2  # (launch: 2; configs.py: 8)
