@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from seba.baselines import (BASELINES, CatboostConfig, KnnConfig, LogregConfig, MeanteacherConfig, PseudolabelConfig,
-                            ScarfConfig, StuntConfig, SubtabConfig, TabpfnConfig, TjepaConfig, VimeConfig)
+                            SaintConfig, ScarfConfig, StuntConfig, SubtabConfig, TabpfnConfig, TjepaConfig,
+                            VimeConfig)
 from seba.baselines import tabpfn as tabpfn_baseline
 from seba.baselines.base import RepresentationMethod, load_method
 from seba.config import EvaluateConfig
@@ -24,6 +25,8 @@ CONFIGS = {
     "subtab": SubtabConfig(encoder_hidden=64, encoder_out=32, batch_size=32, max_epochs=15, patience=5),
     "tjepa": TjepaConfig(dim=16, layers=1, dim_feedforward=16, pred_dim=8, pred_layers=1, pred_dim_feedforward=16,
                          batch_size=32, max_epochs=5, patience=3),
+    "saint": SaintConfig(official_rules=False, embedding_size=32, depth=1, heads=2, batch_size=32, epochs=10, lr=1e-3,
+                         precision="fp32"),
     "pseudolabel": PseudolabelConfig(hidden=32, steps=100, batch_size=32),
     "meanteacher": MeanteacherConfig(hidden=32, steps=100, batch_size=32),
     "tabpfn": TabpfnConfig(n_estimators=2),  # runs only with the tabpfn extra and a checkpoint (TABPFN_MODEL_CACHE_DIR)
