@@ -3,8 +3,8 @@ import pandas as pd
 import pytest
 import torch
 
-from seba.baselines import (BASELINES, CatboostConfig, KnnConfig, LogregConfig, MeanteacherConfig, PseudolabelConfig,
-                            SaintConfig, ScarfConfig, StuntConfig, SubtabConfig, TabpfnConfig, TjepaConfig,
+from seba.baselines import (BASELINES, CatboostConfig, D2r2Config, KnnConfig, LogregConfig, MeanteacherConfig,
+                            PseudolabelConfig, SaintConfig, ScarfConfig, StuntConfig, SubtabConfig, TabpfnConfig, TjepaConfig,
                             VimeConfig)
 from seba.baselines import tabpfn as tabpfn_baseline
 from seba.baselines.base import RepresentationMethod, load_method
@@ -27,6 +27,7 @@ CONFIGS = {
                          batch_size=32, max_epochs=5, patience=3),
     "saint": SaintConfig(official_rules=False, embedding_size=32, depth=1, heads=2, batch_size=32, epochs=10, lr=1e-3,
                          precision="fp32"),
+    "d2r2": D2r2Config(hidden=32, layers=2, batch_size=32, max_steps=150, eval_every=50, min_accepted_step=50),
     "pseudolabel": PseudolabelConfig(hidden=32, steps=100, batch_size=32),
     "meanteacher": MeanteacherConfig(hidden=32, steps=100, batch_size=32),
     "tabpfn": TabpfnConfig(n_estimators=2),  # runs only with the tabpfn extra and a checkpoint (TABPFN_MODEL_CACHE_DIR)
