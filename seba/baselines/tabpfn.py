@@ -9,7 +9,6 @@ a missing package and a missing checkpoint. See docs/baselines.md#tabpfn."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import torch
 
 from seba.baselines import register
 from seba.baselines.base import Method
+from seba.data import sha256_file
 from seba.errors import ConfigError, DataError
 from seba.runtime import derive_seed, repo_root, select_device
 
@@ -93,14 +93,6 @@ def check_limits(cfg, n_classes: int, n_features: int, dataset: str | None = Non
                         f"ignore_pretraining_limits)")
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 @register
 class TabPFN(Method):
     """One TabPFN classifier per episode, given the episode's support rows as its context and
@@ -121,7 +113,7 @@ class TabPFN(Method):
         super().__init__(cfg, seed, device)
         self.checkpoint = checkpoint(cfg)
         self.run_device = device if cfg.device == "stage" else select_device(cfg.device, "baselines.tabpfn.device")
-        self.log = f"checkpoint {self.checkpoint} (sha256 {sha256(self.checkpoint)[:16]}) on {self.run_device}"
+        self.log = f"checkpoint {self.checkpoint} (sha256 {sha256_file(self.checkpoint)[:16]}) on {self.run_device}"
 
     def arguments(self, random_state: int) -> dict:
         """The keyword arguments of ``TabPFNClassifier`` for one episode."""
