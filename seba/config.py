@@ -190,6 +190,10 @@ def _shots(shots: tuple[int, ...]) -> tuple[int, ...]:
     return shots
 
 
+# the few-shot heads (seba.evaluate.head_scores)
+HEADS = ("linear", "prototype_cosine", "prototype_euclidean", "nn_cosine", "nn_euclidean", "finetune")
+
+
 @section
 class EvaluateConfig:
     shots: Annotated[Ints, AfterValidator(_shots)] = (1, 5, 10)
@@ -199,8 +203,7 @@ class EvaluateConfig:
     prototype_shots: Annotated[Ints, rule(lambda s: all(v > 0 for v in s), "must be positive")] = (1,)  # cosine prototypes
     # the head of the shots not in prototype_shots: linear (paper) | prototype_cosine | prototype_euclidean
     # | nn_cosine | nn_euclidean (1-NN to single support rows) | finetune (encoder and linear head together)
-    head: choice("linear", "prototype_cosine", "prototype_euclidean", "nn_cosine", "nn_euclidean",
-                 "finetune") = "linear"
+    head: choice(*HEADS) = "linear"
     probe_lr: PositiveFloat = 1e-3  # the linear probe's (and fine-tuning's) Adam learning rate
     probe_max_iters: PositiveInt = 10000
     probe_patience: PositiveInt = 100  # stop a probe after this many iterations without improvement

@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 from seba.classifiers import nearest_neighbour_scores, probe_init, probe_logits, prototype_scores, train_probes
-from seba.config import EvaluateConfig
+from seba.config import HEADS, EvaluateConfig
 from seba.episodes import sample_episodes
 from seba.runtime import derive_seed
 
@@ -39,9 +39,6 @@ def episode_scores(predictions: torch.Tensor, y_test: torch.Tensor, query: torch
                          per_class_correct.new_zeros(()))
     balanced = recall.sum(-1) / present.sum(-1).float()
     return accuracy, balanced
-
-
-HEADS = ("linear", "prototype_cosine", "prototype_euclidean", "nn_cosine", "nn_euclidean", "finetune")
 
 
 def head_scores(features: list[torch.Tensor], supports: list[torch.Tensor], labels: torch.Tensor, n_classes: int,
