@@ -44,11 +44,18 @@ def check_training(val_loss: list[float], outputs: torch.Tensor | np.ndarray, la
     hint = f" (pretrain.lr = {lr:g}: too high?)" if lr is not None else ""
     where = f"{label}: " if label else ""
     loss = loss_problem(val_loss)
-    stuck = loss is not None and "has not moved" in loss
-    problem = (loss if stuck else None) or output_problem(outputs)
+    problem = (loss if loss_stuck(val_loss) else None) or output_problem(outputs)
     if problem:
         raise EncoderCollapsed(f"{where}the encoder collapsed or diverged: {problem}{hint}; its checkpoint is not written")
     return f"{where}warning: {loss}; its outputs still spread the rows, so it is kept" if loss else None
+
+
+def loss_stuck(val_loss: list[float]) -> bool:
+    """The validation loss never went below the first epoch's and has not moved since: certain collapse."""
+    if len(val_loss) < 3 or not all(math.isfinite(v) for v in val_loss):
+        return False
+    first, later = val_loss[0], val_loss[1:]
+    return min(later) >= first and max(later) - min(later) <= STUCK_TOLERANCE * max(abs(first), 1e-12)
 
 
 def loss_problem(val_loss: list[float]) -> str | None:
@@ -58,8 +65,7 @@ def loss_problem(val_loss: list[float]) -> str | None:
     first, later = val_loss[0], val_loss[1:]
     if min(later) < first:
         return None
-    scale = max(abs(first), 1e-12)
-    if len(later) >= 2 and max(later) - min(later) <= STUCK_TOLERANCE * scale:
+    if loss_stuck(val_loss):
         return (f"its validation loss never went below the first epoch's {first:.6g} and has not moved since "
                 f"(constant {later[-1]:.6g} over {len(later)} epochs)")
     if len(later) >= PLATEAU_EPOCHS:
