@@ -8,9 +8,9 @@ import os
 import sys
 from typing import Callable
 
-from seba.errors import ConfigError, DataError, EpisodeError, OutputError, TrainingDiverged
+from seba.errors import ConfigError, DataError, EpisodeError, ExecutorError, OutputError, TrainingDiverged
 
-USER_ERRORS = (ConfigError, DataError, EpisodeError, TrainingDiverged, OutputError, FileNotFoundError)
+USER_ERRORS = (ConfigError, DataError, EpisodeError, TrainingDiverged, OutputError, ExecutorError, FileNotFoundError)
 
 if os.environ.get("DVC_STAGE"):
     # Run by `dvc repro` (a stage script imports this module first, before its slow imports; a

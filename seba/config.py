@@ -349,6 +349,29 @@ class AnalysisConfig:
     seed: Annotated[Int, rule(lambda v: 0 <= v <= SEED_MAX, f"must lie in [0, {SEED_MAX}]")] = 0
 
 
+def _gpus(value: Any) -> Any:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+        raise fail(f"must be null (automatic) or a number of GPUs > 0, got {value!r}")
+    return value
+
+
+@section
+class ExecutorConfig:
+    """Where the independent pieces of the pretrain and baseline stages run (docs/scale-out.md):
+    ``local`` (this machine's processes) or ``ray`` (tasks on a Ray cluster). No stage lists it as
+    a DVC param: a stage's outputs do not depend on where its pieces ran."""
+
+    kind: choice("local", "ray") = "local"
+    # ray: the cluster to join ('ray://host:10001', 'host:6379', 'auto'); null: $RAY_ADDRESS when
+    # set, else a local Ray instance started for the stage
+    address: Str | None = None
+    cpus_per_task: PositiveInt = 1  # ray: CPUs a task asks for, and its torch threads
+    # ray: GPUs a task asks for; null = 1 when the cluster has GPUs and pretrain.device is not cpu, else 0
+    gpus_per_task: Annotated[float | None, BeforeValidator(_gpus)] = None
+    tasks: _count("as many as the cluster runs at once") = 0  # ray: tasks a stage's seeds are split into
+    local_cpus: _count("all cores") = 0  # ray without a cluster: CPUs of the local instance
+
+
 @section
 class Params:
     seeds: Annotated[Ints, AfterValidator(_seeds)]
@@ -360,6 +383,7 @@ class Params:
     evaluate: _section(EvaluateConfig) = field(default_factory=EvaluateConfig)
     baselines: _section(BaselinesConfig) = field(default_factory=BaselinesConfig)
     analysis: _section(AnalysisConfig) = field(default_factory=AnalysisConfig)
+    executor: _section(ExecutorConfig) = field(default_factory=ExecutorConfig)
     # read and checked by seba.theorem (its stage needs nothing else); kept here as given
     theorem: Annotated[dict, BeforeValidator(mapping_or_empty)] = field(default_factory=dict)
 

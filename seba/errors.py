@@ -25,3 +25,8 @@ class EncoderCollapsed(TrainingDiverged):
 class OutputError(RuntimeError):
     """An output cannot be written (full disk, file size limit, read-only file system); the
     message names the file, and the earlier version of it is kept."""
+
+
+class ExecutorError(RuntimeError):
+    """A piece of a stage run elsewhere (a Ray task) failed or was lost; the message names the
+    piece (dataset, seeds) and the cause."""

@@ -3,49 +3,102 @@ test part, and each seed's tracked metrics and log line; the dataset's episodes 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
 import torch
 
 from seba import paths
-from seba.config import Params
+from seba.config import Params, ratio_tag
 from seba.data import EncodedTable, load_split, scale
 from seba.errors import ConfigError
-from seba.evaluate import ENSEMBLE, summarise
+from seba.evaluate import ENSEMBLE, evaluate_in_groups, summarise
+from seba.executor import chunks
 from seba.finetune import FineTuneInputs
 from seba.pretrain import encode, normalised_input
-from seba.runtime import atomic_path, log, write_json
+from seba.runtime import atomic_path, available_bytes, log, select_device, write_json
+
+
+@dataclass
+class SeedInputs:
+    """What one seed's evaluation reads from disk: each ratio encoder's checkpoint, the seed's test
+    rows as each encoder was trained on them (by ``pretrain.normalise``), and their labels."""
+    checkpoints: list[dict]
+    inputs: dict[bool, np.ndarray]
+    y_test: np.ndarray
+
+
+def seed_inputs(params: Params, dataset: str, table: EncodedTable, root: Path, seed: int) -> SeedInputs:
+    split = load_split(paths.splits(root, dataset), seed)
+    inputs: dict[bool, np.ndarray] = {}
+    checkpoints = []
+    for ratio in params.pretrain.ratios:
+        checkpoint = torch.load(paths.checkpoint(root, dataset, ratio, seed), map_location="cpu", weights_only=True)
+        normalise = normalised_input(checkpoint)
+        if normalise not in inputs:
+            inputs[normalise] = scale(table, split.train, normalise)[split.test]
+        checkpoints.append(checkpoint)
+    return SeedInputs(checkpoints, inputs, table.y[split.test])
+
+
+def seed_features(seed_input: SeedInputs, head: str, device: torch.device, dataset: str) -> tuple:
+    """The ratio encoders' features [M, N, F] on the seed's test part, its labels, and (``head``
+    finetune) the encoders and test rows to fine-tune with."""
+    features = [encode(c["encoder"], c["model_config"], seed_input.inputs[normalised_input(c)], device)
+                for c in seed_input.checkpoints]
+    if head != "finetune":
+        return torch.stack(features), seed_input.y_test
+    if len(seed_input.inputs) > 1:
+        raise ConfigError(f"evaluate {dataset}: the finetune head needs encoders trained on one input "
+                          f"(pretrain.normalise differs between the ratios' checkpoints)")
+    x = torch.as_tensor(next(iter(seed_input.inputs.values())), dtype=torch.float32, device=device)
+    return torch.stack(features), seed_input.y_test, FineTuneInputs(seed_input.checkpoints, x)
 
 
 def feature_loader(params: Params, dataset: str, table: EncodedTable, root: Path,
-                   device: torch.device) -> Callable[[int], tuple[torch.Tensor, np.ndarray]]:
-    """``load_seed(seed)``: the ratio encoders' features [M, N, F] on the seed's test part, its
-    labels, and (``evaluate.head: finetune``) the encoders and test rows to fine-tune with."""
+                   device: torch.device) -> Callable[[int], tuple]:
+    """``load_seed(seed)``: ``seed_features`` of the seed's files."""
 
-    def load_seed(seed: int) -> tuple[torch.Tensor, np.ndarray]:
-        split = load_split(paths.splits(root, dataset), seed)
-        inputs: dict[bool, np.ndarray] = {}  # the test rows as each encoder was trained (pretrain.normalise)
-        features, checkpoints = [], []
-        for ratio in params.pretrain.ratios:
-            checkpoint = torch.load(paths.checkpoint(root, dataset, ratio, seed), map_location="cpu",
-                                    weights_only=True)
-            normalise = normalised_input(checkpoint)
-            if normalise not in inputs:
-                inputs[normalise] = scale(table, split.train, normalise)[split.test]
-            features.append(encode(checkpoint["encoder"], checkpoint["model_config"], inputs[normalise], device))
-            checkpoints.append(checkpoint)
-        if params.evaluate.head != "finetune":
-            return torch.stack(features), table.y[split.test]
-        if len(inputs) > 1:
-            raise ConfigError(f"evaluate {dataset}: the finetune head needs encoders trained on one input "
-                              f"(pretrain.normalise differs between the ratios' checkpoints)")
-        x = torch.as_tensor(next(iter(inputs.values())), dtype=torch.float32, device=device)
-        return torch.stack(features), table.y[split.test], FineTuneInputs(checkpoints, x)
+    def load_seed(seed: int) -> tuple:
+        return seed_features(seed_inputs(params, dataset, table, root, seed), params.evaluate.head, device, dataset)
 
     return load_seed
+
+
+def evaluate_chunk(seeds: list[tuple[int, SeedInputs]], member_names: list[str], n_classes: int, cfg, dataset: str,
+                   device_setting: str) -> list[tuple[int, pd.DataFrame, float, int]]:
+    """The seeds of one Ray task (seba.executor), evaluated on its node's device: what
+    ``evaluate_in_groups`` yields for them (each seed's frame is the frame it gets alone)."""
+    device = select_device(device_setting)
+    by_seed = dict(seeds)
+    return list(evaluate_in_groups(lambda seed: seed_features(by_seed[seed], cfg.head, device, dataset),
+                                   [seed for seed, _ in seeds], member_names, n_classes, cfg, dataset,
+                                   budget_bytes=min(8 << 30, available_bytes(device) // 4)))
+
+
+def evaluate_all(params: Params, dataset: str, table: EncodedTable, root: Path, device: torch.device,
+                 executor=None) -> Iterator[tuple[int, pd.DataFrame, float, int]]:
+    """(seed, its episodes, seconds per seed, seeds evaluated together) for every seed, in order:
+    here, in groups that fit memory, or (a Ray ``executor``) as Ray tasks of seed chunks, each
+    task reading nothing but what it is sent."""
+    seeds, members = list(params.seeds), [ratio_tag(r) for r in params.pretrain.ratios]
+    if executor is None:
+        yield from evaluate_in_groups(feature_loader(params, dataset, table, root, device), seeds, members,
+                                      len(table.classes), params.evaluate, dataset,
+                                      budget_bytes=min(8 << 30, available_bytes(device) // 4))
+        return
+    tasks, gpus = executor.plan(len(seeds))
+    parts = chunks(seeds, tasks)
+    log(f"[evaluate {dataset}] {len(seeds)} seed{'s' if len(seeds) > 1 else ''} as {len(parts)} Ray "
+        f"task{'s' if len(parts) > 1 else ''}")
+    pieces = (([(seed, seed_inputs(params, dataset, table, root, seed)) for seed in part], members,
+               len(table.classes), params.evaluate, dataset, params.pretrain.device) for part in parts)
+    labels = [f"[evaluate {dataset} seeds {part[0]}..{part[-1]}]" for part in parts]
+    for results, placement in executor.map(evaluate_chunk, pieces, labels, gpus):
+        yield from results
 
 
 def record_seed(dataset: str, seed: int, episodes: pd.DataFrame, seconds: float, together: int, tracker) -> None:

@@ -45,7 +45,7 @@ from seba.objective import (
     stacked_target_neighbours,
 )
 from seba.runtime import (Throttle, available_bytes, derive_seed, format_seconds, log, matmul_precision,
-                          resolve_precision)
+                          resolve_precision, select_device)
 from seba.training import EarlyStopping, FusedAdam, batch_slices
 
 # With CUDA graphs a stack is compacted (stopped seeds dropped, graphs captured again) once this
@@ -540,6 +540,21 @@ def pretrain_many(stacks: list[dict], workers: int, threads: int) -> Iterator[li
             for future in futures:
                 future.cancel()
             raise
+
+
+def train_chunk(members: list[SeedData], groups: np.ndarray, ratio: float | str, cfg: PretrainConfig,
+                label: str) -> list[PretrainResult]:
+    """The seeds of one Ray task (seba.executor), trained where the task runs: on that node's
+    device (``pretrain.device``), in stacks that fit its free memory, one after another. The
+    results are those of the same seeds trained here, for the same torch thread count."""
+    device = select_device(cfg.device)
+    # arrays from Ray's object store are read-only: torch would warn on each
+    members = [dataclasses.replace(m, x_train=np.array(m.x_train), x_val=np.array(m.x_val)) for m in members]
+    groups = np.array(groups)
+    stacks = plan_stacks(len(members), 1, member_bytes(len(members[0].x_train), len(members[0].x_val),
+                                                        members[0].x_train.shape[1], cfg), cfg, device, where=label)
+    return [result for stack in stacks
+            for result in pretrain_stack([members[i] for i in stack], groups, ratio, cfg, device, label)]
 
 
 FT_KEYS = ("ft_blocks", "ft_dim", "ft_heads", "ft_attention_dropout", "ft_ffn_dropout", "ft_residual_dropout")

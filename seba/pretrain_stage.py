@@ -13,8 +13,9 @@ from seba.paths import ratio_tag
 from seba.config import Params
 from seba.data import EncodedTable, check_shots, load_split, scale
 from seba.health import check_training
+from seba.executor import RayExecutor, chunks, executor_for
 from seba.pretrain import (PretrainResult, SeedData, encode, encoder_config, member_bytes, plan_stacks, plan_workers,
-                           pretrain_many)
+                           pretrain_many, train_chunk)
 from seba.runtime import (configure_threads, format_seconds, log, resolve_precision, save_checkpoint,
                           select_device)
 
@@ -34,13 +35,17 @@ class PretrainRun:
     tracked: dict  # the run's tracked params
     training_log: dict  # data/models/<dataset>/r<ratio>/log.json
     start: float = 0.0
+    executor: RayExecutor | None = None  # executor.kind ray: the jobs are Ray tasks (seba.executor)
+    gpus_per_task: float = 0.0
 
 
 def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> PretrainRun:
     """Every seed's scaled train / validation rows (each seed's split must exist and serve the
     shots: fail before any training), and the plan; logs it."""
     cfg = params.pretrain_for(dataset)  # the `pretrain` section with this dataset's own values over it
-    device = select_device(cfg.device)
+    executor = executor_for(params.executor, cfg.device)  # (ray: connected, or a ConfigError, before any work)
+    # with Ray the tasks pick their own nodes' devices; the stage's device only checks each result
+    device = select_device(cfg.device if executor is None else ("cpu" if cfg.device == "cpu" else "auto"))
     threads = configure_threads(cfg.threads)
     table = EncodedTable.load(paths.processed(root, dataset))
     seeds = []
@@ -52,42 +57,59 @@ def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> Pre
         seeds.append(SeedData(X[split.train], X[split.val], seed, label))
     stage = f"[pretrain {dataset} r={ratio_tag(ratio)[1:]}]"
     precision = resolve_precision(cfg.precision, device)
-    workers, worker_threads = plan_workers(cfg, len(seeds), device)
-    stacks = plan_stacks(len(seeds), workers, member_bytes(len(seeds[0].x_train), len(seeds[0].x_val),
-                                                           table.X.shape[1], cfg), cfg, device, where=stage)
+    gpus = 0.0
+    if executor is None:
+        workers, worker_threads = plan_workers(cfg, len(seeds), device)
+        stacks = plan_stacks(len(seeds), workers, member_bytes(len(seeds[0].x_train), len(seeds[0].x_val),
+                                                               table.X.shape[1], cfg), cfg, device, where=stage)
+    else:  # one chunk of seeds per task; each task stacks its chunk to fit its node (seba.pretrain.train_chunk)
+        tasks, gpus = executor.plan(len(seeds))
+        stacks = chunks(list(range(len(seeds))), tasks)
+        workers, worker_threads = tasks, params.executor.cpus_per_task
     tracked = {"dataset": dataset, "ratio": ratio, "seeds": list(params.seeds), "device": str(device),
                "threads": threads, "precision_used": precision,
                "pretrain": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "ratios"},
                "dataset_overrides": dict(params.sources[dataset].pretrain),
                "workers": workers, "threads_per_worker": worker_threads,
-               "stack_sizes": [len(stack) for stack in stacks]}
+               "stack_sizes": [len(stack) for stack in stacks], "executor": params.executor.kind}
     log(f"{stage} {len(seeds)} seed{'s' if len(seeds) > 1 else ''}: {len(seeds[0].x_train)} train / "
         f"{len(seeds[0].x_val)} val rows, {table.X.shape[1]} columns, {table.n_groups} groups, on {device} "
         f"({precision}); stacks of {', '.join(str(len(s)) for s in stacks)} seeds"
         + (f", {workers} at a time ({worker_threads} torch thread{'s' if worker_threads > 1 else ''} each)"
-           if workers > 1 else ""))
+           if workers > 1 and executor is None else "")
+        + (f", as {len(stacks)} Ray task{'s' if len(stacks) > 1 else ''} of {worker_threads} CPU"
+           f"{'s' if worker_threads > 1 else ''}{f' and {gpus:g} GPU' if gpus else ''} each" if executor else ""))
     jobs = [{"members": [seeds[i] for i in stack], "groups": table.groups, "ratio": ratio, "cfg": cfg,
              "device": device, "label": f"{stage} stack {n}/{len(stacks)}" if len(stacks) > 1 else stage}
             for n, stack in enumerate(stacks, start=1)]
     return PretrainRun(dataset, ratio, root, cfg, device, seeds, jobs, workers, worker_threads,
                        encoder_config(cfg, table.X.shape[1]), tracked,
-                       {"dataset": dataset, "ratio": ratio, "device": str(device), "seeds": {}})
+                       {"dataset": dataset, "ratio": ratio, "device": str(device), "seeds": {}}, 0.0, executor, gpus)
 
 
 def train(run: PretrainRun, tracker) -> None:
     """Train every seed (stacks in worker processes); record each as it arrives."""
     paths.models(run.root, run.dataset, run.ratio).mkdir(parents=True, exist_ok=True)
     run.start = time.perf_counter()
-    results = (result for stack in pretrain_many(run.jobs, run.workers, run.worker_threads) for result in stack)
-    for i, (data, result) in enumerate(zip(run.seeds, results), start=1):
-        record(run, data, result, i, tracker)
+    if run.executor is None:
+        results = ((result, None) for stack in pretrain_many(run.jobs, run.workers, run.worker_threads)
+                   for result in stack)
+    else:
+        pieces = [(job["members"], job["groups"], job["ratio"], job["cfg"], job["label"]) for job in run.jobs]
+        results = ((result, placement) for stack, placement in run.executor.map(
+            train_chunk, pieces, [job["label"] for job in run.jobs], run.gpus_per_task) for result in stack)
+    for i, (data, (result, placement)) in enumerate(zip(run.seeds, results), start=1):
+        record(run, data, result, i, tracker, placement)
     tracker.log_metrics({"seconds": round(time.perf_counter() - run.start, 3)})
 
 
-def record(run: PretrainRun, data: SeedData, result: PretrainResult, i: int, tracker) -> None:
-    """One trained seed (the ``i``-th): health check, checkpoint, log entry, tracked metrics and series."""
+def record(run: PretrainRun, data: SeedData, result: PretrainResult, i: int, tracker,
+           placement: dict | None = None) -> None:
+    """One trained seed (the ``i``-th): health check, checkpoint, log entry, tracked metrics and
+    series; ``placement``: where its Ray task ran (seba.executor)."""
     seed, label, cfg, device = data.seed, data.label, run.cfg, run.device
-    child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed})
+    where = {"ray_node": placement["node_ip"], "ray_node_id": placement["node_id"]} if placement else {}
+    child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed, **where})
     warning = check_training(result.val_loss, encode(result.encoder_state, run.model_config, data.x_val, device),
                              label, cfg.lr)  # a collapsed or diverged encoder is an error (seba.health)
     if warning:
@@ -102,7 +124,8 @@ def record(run: PretrainRun, data: SeedData, result: PretrainResult, i: int, tra
     run.training_log["precision"] = result.precision
     run.training_log["seeds"][str(seed)] = {**summary, "health_warning": warning, "cuda_graphs": result.cuda_graphs,
                                             "stack_size": result.stack_size,
-                                            "train_loss": result.train_loss, "val_loss": result.val_loss}
+                                            "train_loss": result.train_loss, "val_loss": result.val_loss,
+                                            **({"ray": placement} if placement else {})}
     tracker.log_series({"train_loss": list(enumerate(result.train_loss, start=1)),
                         "val_loss": list(enumerate(result.val_loss, start=1))}, child)
     tracker.log_metrics(summary, child)

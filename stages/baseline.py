@@ -14,6 +14,7 @@ from seba.baselines.base import evaluate_baseline, load_method
 from seba.config import load_params
 from seba.data import EncodedTable, check_shots, load_split
 from seba.evaluate import summarise
+from seba.executor import executor_for
 from seba.runtime import atomic_path, configure_threads, repo_root, select_device
 from seba.tracking import Tracker
 
@@ -23,7 +24,8 @@ def main() -> None:
     params = load_params()
     method = load_method(args.method)  # (a ConfigError for an unknown one)
     cfg, root = getattr(params.baselines, args.method), repo_root()
-    device = select_device(params.pretrain.device)
+    executor = executor_for(params.executor, params.pretrain.device)  # ray: connected (or a ConfigError) first
+    device = select_device(params.pretrain.device if executor is None else "cpu")  # ray: the tasks pick theirs
     configure_threads(params.pretrain.threads)
     table = EncodedTable.load(paths.processed(root, args.dataset))
     splits = {seed: load_split(paths.splits(root, args.dataset), seed) for seed in params.seeds}
@@ -31,10 +33,11 @@ def main() -> None:
         check_shots(table.y[split.test], table.classes, params.evaluate.shots, args.dataset, seed)
     tracked = {"method": args.method, "dataset": args.dataset, "seeds": list(params.seeds),
                "shots": list(params.evaluate.shots), "episodes": params.evaluate.episodes,
-               args.method: dataclasses.asdict(cfg)}
+               args.method: dataclasses.asdict(cfg), "executor": params.executor.kind}
     with Tracker("baseline", f"baseline {args.method} {args.dataset}", params=tracked,
                  tags={"dataset": args.dataset, "method": args.method}, root=root) as tracker:
-        episodes = evaluate_baseline(method, cfg, table, splits, params.evaluate, args.dataset, device, tracker)
+        episodes = evaluate_baseline(method, cfg, table, splits, params.evaluate, args.dataset, device, tracker,
+                                     executor, params.pretrain.device)
         with atomic_path(paths.episodes(root, args.dataset, args.method)) as tmp:
             episodes.to_csv(tmp, index=False, float_format="%.4f")
         tracker.log_metrics({f"{r.shot}shot_accuracy": float(r.accuracy) for r in summarise(episodes).itertuples()})

@@ -10,11 +10,11 @@ from seba.cli import parse_args, run_stage  # first: hands the stage to a warm w
 import dataclasses
 
 from seba import paths
-from seba.config import load_params, ratio_tag
+from seba.config import load_params
 from seba.data import EncodedTable
-from seba.evaluate import evaluate_in_groups
-from seba.evaluate_stage import feature_loader, record_seed, write_results
-from seba.runtime import available_bytes, configure_threads, repo_root, select_device
+from seba.evaluate_stage import evaluate_all, record_seed, write_results
+from seba.executor import executor_for
+from seba.runtime import configure_threads, repo_root, select_device
 from seba.tracking import Tracker
 
 
@@ -22,18 +22,16 @@ def main() -> None:
     args = parse_args(__doc__, dataset=str)
     params = load_params()
     root = repo_root()
-    device = select_device(params.pretrain.device)
+    executor = executor_for(params.executor, params.pretrain.device)  # ray: connected (or a ConfigError) first
+    device = select_device(params.pretrain.device if executor is None else "cpu")  # ray: the tasks pick theirs
     configure_threads(params.pretrain.threads)
     table = EncodedTable.load(paths.processed(root, args.dataset))
     tracked = {"dataset": args.dataset, "seeds": list(params.seeds), "ratios": list(params.pretrain.ratios),
-               "evaluate": dataclasses.asdict(params.evaluate)}
+               "evaluate": dataclasses.asdict(params.evaluate), "executor": params.executor.kind}
     frames = []
     with Tracker("evaluate", f"evaluate {args.dataset}", params=tracked, tags={"dataset": args.dataset},
                  root=root) as tracker:
-        for seed, episodes, seconds, together in evaluate_in_groups(
-                feature_loader(params, args.dataset, table, root, device), list(params.seeds),
-                [ratio_tag(r) for r in params.pretrain.ratios], len(table.classes), params.evaluate, args.dataset,
-                budget_bytes=min(8 << 30, available_bytes(device) // 4)):
+        for seed, episodes, seconds, together in evaluate_all(params, args.dataset, table, root, device, executor):
             frames.append(episodes)
             record_seed(args.dataset, seed, episodes, seconds, together, tracker)
         write_results(args.dataset, frames, root, tracker)

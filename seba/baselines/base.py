@@ -17,7 +17,8 @@ from seba.data import EncodedTable, scale
 from seba.episodes import sample_episodes
 from seba.errors import ConfigError, TrainingDiverged
 from seba.evaluate import episode_scores, head_scores, summarise, support_hash
-from seba.runtime import derive_seed, log
+from seba.executor import chunks
+from seba.runtime import derive_seed, log, select_device
 from seba.training import EarlyStopping
 
 
@@ -117,40 +118,74 @@ def train_with_early_stopping(modules: list[torch.nn.Module], batch_loss, n_trai
     return {"best_epoch": stopping.best_epoch, "stop_epoch": epoch, "best_val_loss": stopping.best}
 
 
+def score_seed(cls: type[Method], cfg, table: EncodedTable, split, seed: int, evaluate_cfg, dataset: str,
+               device: torch.device) -> tuple[pd.DataFrame, float, str]:
+    """Method ``cls`` fitted on one seed's unlabeled train and validation parts and scored on
+    SeBA's episodes of its test part: (every episode's row, seconds, the fit's log line or '')."""
+    start = time.perf_counter()
+    name, n_classes, frames = cls.name, len(table.classes), []
+    X = scale(table, split.train)
+    method = (cls(cfg, seed, device, evaluate_cfg) if issubclass(cls, RepresentationMethod)
+              else cls(cfg, seed, device))
+    method.fit(X[split.train], X[split.val], table.groups)
+    fit_log = f"[baseline {name} {dataset} seed {seed}] trained: {method.log}" if getattr(method, "log", None) else ""
+    x_test, y_test = X[split.test], table.y[split.test]
+    y = torch.as_tensor(y_test, device=device)
+    for shot in evaluate_cfg.shots:
+        episodes = sample_episodes(y_test, n_classes, shot, evaluate_cfg.episodes, seed, dataset)
+        scores = method.scores(x_test, episodes.support, episodes.support_labels, n_classes, shot)
+        predictions = scores.to(device).argmax(-1)[None]  # [1, E, N]
+        accuracy, balanced = episode_scores(predictions, y, torch.as_tensor(episodes.query, device=device),
+                                            n_classes)
+        frames.append(pd.DataFrame({
+            "seed": seed, "shot": shot, "episode": range(evaluate_cfg.episodes),
+            "member": name, "accuracy": 100.0 * accuracy[0].cpu().numpy(),
+            "balanced_accuracy": 100.0 * balanced[0].cpu().numpy(),
+            "support_hash": [support_hash(row) for row in episodes.support]}))
+    return pd.concat(frames, ignore_index=True), time.perf_counter() - start, fit_log
+
+
+def score_chunk(cls: type[Method], cfg, table: EncodedTable, splits: list[tuple[int, object]], evaluate_cfg,
+                dataset: str, device_setting: str) -> list[tuple[pd.DataFrame, float, str]]:
+    """``score_seed`` for the seeds of one Ray task (seba.executor), on its node's device."""
+    device = select_device(device_setting)
+    return [score_seed(cls, cfg, table, split, seed, evaluate_cfg, dataset, device) for seed, split in splits]
+
+
 def evaluate_baseline(cls: type[Method], cfg, table: EncodedTable, splits: dict, evaluate_cfg, dataset: str,
-                      device: torch.device, tracker) -> pd.DataFrame:
+                      device: torch.device, tracker, executor=None, device_setting: str = "auto") -> pd.DataFrame:
     """Method ``cls`` on every seed's split of ``table``: fitted on the unlabeled train and
     validation parts, scored on SeBA's episodes of the test part (after ``cls.check``). Every
-    episode, as the evaluate stage writes SeBA's; each seed's metrics go to a child run of ``tracker``."""
+    episode, as the evaluate stage writes SeBA's; each seed's metrics go to a child run of
+    ``tracker``. With a Ray ``executor`` (seba.executor) the seeds run as Ray tasks, in chunks,
+    on devices the tasks pick by ``device_setting`` (pretrain.device); the results are the same."""
     cls.check(cfg, table, dataset)
-    name, n_classes, frames = cls.name, len(table.classes), []
-    for seed, split in splits.items():
-        start = time.perf_counter()
-        X = scale(table, split.train)
-        method = (cls(cfg, seed, device, evaluate_cfg) if issubclass(cls, RepresentationMethod)
-                  else cls(cfg, seed, device))
-        method.fit(X[split.train], X[split.val], table.groups)
-        if getattr(method, "log", None):
-            log(f"[baseline {name} {dataset} seed {seed}] trained: {method.log}")
-        x_test, y_test = X[split.test], table.y[split.test]
-        y = torch.as_tensor(y_test, device=device)
-        for shot in evaluate_cfg.shots:
-            episodes = sample_episodes(y_test, n_classes, shot, evaluate_cfg.episodes, seed, dataset)
-            scores = method.scores(x_test, episodes.support, episodes.support_labels, n_classes, shot)
-            predictions = scores.to(device).argmax(-1)[None]  # [1, E, N]
-            accuracy, balanced = episode_scores(predictions, y, torch.as_tensor(episodes.query, device=device),
-                                                n_classes)
-            frames.append(pd.DataFrame({
-                "seed": seed, "shot": shot, "episode": range(evaluate_cfg.episodes),
-                "member": name, "accuracy": 100.0 * accuracy[0].cpu().numpy(),
-                "balanced_accuracy": 100.0 * balanced[0].cpu().numpy(),
-                "support_hash": [support_hash(row) for row in episodes.support]}))
-        seed_summary = summarise(pd.concat([f for f in frames if f["seed"].iat[0] == seed]))
-        seconds = time.perf_counter() - start
-        child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed})
+    items = list(splits.items())
+    if executor is None:
+        results = (((seed, *score_seed(cls, cfg, table, split, seed, evaluate_cfg, dataset, device)), None)
+                   for seed, split in items)
+    else:
+        tasks, gpus = executor.plan(len(items))
+        parts = chunks(items, tasks)
+        table_ref = executor.put(table)
+        log(f"[baseline {cls.name} {dataset}] {len(items)} seed{'s' if len(items) > 1 else ''} as {len(parts)} Ray "
+            f"task{'s' if len(parts) > 1 else ''}")
+        labels = [f"[baseline {cls.name} {dataset} seeds {part[0][0]}..{part[-1][0]}]" for part in parts]
+        results = (((seed, *outcome), placement) for part, (outcomes, placement) in zip(parts, executor.map(
+            score_chunk, [(cls, cfg, table_ref, part, evaluate_cfg, dataset, device_setting) for part in parts],
+            labels, gpus)) for (seed, _), outcome in zip(part, outcomes))
+    frames = []
+    for (seed, frame, seconds, fit_log), placement in results:
+        if fit_log:
+            log(fit_log)
+        frames.append(frame)
+        seed_summary = summarise(frame)
+        where = {"ray_node": placement["node_ip"], "ray_node_id": placement["node_id"]} if placement else {}
+        child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed, **where})
         tracker.log_metrics({**{f"{r.shot}shot_accuracy": r.accuracy for r in seed_summary.itertuples()},
                              "seconds": seconds}, child)
         tracker.end_child(child)
-        log(f"[baseline {name} {dataset} seed {seed}] " + ", ".join(
-            f"{r.shot}-shot {r.accuracy:.2f}" for r in seed_summary.itertuples()) + f" ({seconds:.1f}s)")
+        log(f"[baseline {cls.name} {dataset} seed {seed}] " + ", ".join(
+            f"{r.shot}-shot {r.accuracy:.2f}" for r in seed_summary.itertuples()) + f" ({seconds:.1f}s"
+            + (f" on {placement['node_ip']}" if placement else "") + ")")
     return pd.concat(frames, ignore_index=True)

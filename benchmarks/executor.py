@@ -1,0 +1,182 @@
+"""The cost of `executor.kind: ray` against `local`, measured in one run.
+
+Usage (repository root; needs the Ray extra, ``pip install -e ".[ray]"``):
+    python benchmarks/executor.py [--dataset diabetes] [--seeds 2] [--ratio 0.3] [--max-epochs 30]
+                                  [--baseline logreg] [--cpus 0] [--repeats 2]
+
+What a stage does with each executor, in this process, with the pipeline's params (params.yaml,
+the table's own values over them):
+
+1. Ray's fixed costs: starting a local instance (``ray.init``, as a stage without a cluster
+   address does), the first task (a worker process starting and importing torch and seba), and
+   ``ray.shutdown``.
+2. Pretraining ``--seeds`` seeds of one table and ratio (``--max-epochs`` caps the epochs):
+   ``local``, the stage's plan (``pretrain.workers`` processes of stacks, spawned per stage),
+   against ``ray``, one task per seed chunk (``executor.cpus_per_task`` CPUs each) on the running
+   instance. Wall seconds (median of ``--repeats``, alternating), the ratio, and whether every
+   seed's weights are equal bit for bit.
+3. One baseline (``--baseline``) on the same seeds, fitted and scored on 100 episodes per shot:
+   the same comparison.
+
+The local instance gets ``--cpus`` CPUs (0 = all cores), as ``executor.local_cpus``, and no token
+authentication (``RAY_AUTH_MODE=disabled``), so that a second process can join it as a stage
+joins a cluster through ``RAY_ADDRESS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", default="diabetes")
+    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--ratio", type=float, default=0.3)
+    parser.add_argument("--max-epochs", type=int, default=30)
+    parser.add_argument("--baseline", default="logreg")
+    parser.add_argument("--cpus", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+
+    import torch
+
+    from seba.baselines.base import evaluate_baseline, load_method
+    from seba.config import load_params
+    from seba.data import encode_table, load_snapshot, make_split, scale
+    from seba.executor import RayExecutor, chunks
+    from seba.pretrain import SeedData, member_bytes, plan_stacks, plan_workers, pretrain_many, train_chunk
+
+    params = load_params(ROOT / "params.yaml")
+    cfg = dataclasses.replace(params.pretrain_for(args.dataset), max_epochs=args.max_epochs, device="cpu",
+                              progress_seconds=1e9)
+    frame, _ = load_snapshot(params.sources[args.dataset].openml_id, ROOT / "data" / "snapshot")
+    table = encode_table(frame)
+    splits, members = {}, []
+    for seed in range(args.seeds):
+        split = make_split(table.y, seed, params.split.test_fraction, params.split.val_fraction)
+        X = scale(table, split.train)
+        splits[seed] = split
+        members.append(SeedData(X[split.train], X[split.val], seed, f"seed {seed}"))
+    cpu = torch.device("cpu")
+    print(f"{args.dataset}: {len(members[0].x_train)} train rows, {table.X.shape[1]} columns, {args.seeds} seeds, "
+          f"r = {args.ratio}, at most {args.max_epochs} epochs; torch {torch.__version__}")
+
+    # 1. Ray's fixed costs
+    import os
+
+    import ray
+
+    os.environ["RAY_AUTH_MODE"] = "disabled"  # a local instance without a token, so that a second process can join
+
+    executor_cfg = dataclasses.replace(params.executor, kind="ray", address=None, local_cpus=args.cpus)
+    start = time.perf_counter()
+    executor = RayExecutor(executor_cfg, "cpu")
+    init = time.perf_counter() - start
+    start = time.perf_counter()
+    list(executor.map(len, [([1, 2],)], ["first task"]))
+    first = time.perf_counter() - start
+    tasks, gpus = executor.plan(args.seeds)
+    joined = join_running(ray.get_runtime_context().gcs_address)
+    print(f"\n1. Ray {ray.__version__}, local instance of {ray.cluster_resources().get('CPU', 0):g} CPUs: "
+          f"ray.init {init:.2f} s, first task {first:.2f} s; another process joining it (a stage with "
+          f"RAY_ADDRESS): ray.init {joined['init']:.2f} s, first task {joined['first']:.2f} s")
+
+    # 2. pretraining
+    workers, threads = plan_workers(cfg, args.seeds, cpu)
+    stacks = plan_stacks(args.seeds, workers, member_bytes(len(members[0].x_train), len(members[0].x_val),
+                                                          table.X.shape[1], cfg), cfg, cpu)
+    jobs = [{"members": [members[i] for i in stack], "groups": table.groups, "ratio": args.ratio, "cfg": cfg,
+             "device": cpu, "label": "local"} for stack in stacks]
+    parts = chunks(members, tasks)
+    pieces = [(part, table.groups, args.ratio, cfg, "ray") for part in parts]
+
+    def local_pretrain():
+        return [r for stack in pretrain_many(jobs, workers, threads) for r in stack]
+
+    def ray_pretrain():
+        return [r for results, _ in executor.map(train_chunk, pieces, [f"chunk {i}" for i in range(tasks)], gpus)
+                for r in results]
+
+    print(f"\n2. pretraining: local = {len(stacks)} stack(s) in {workers} process(es) of {threads} thread(s); "
+          f"ray = {tasks} task(s) of {executor_cfg.cpus_per_task} CPU(s)")
+    compare(args.repeats, local_pretrain, ray_pretrain, same_weights)
+
+    # 3. a baseline
+    method = load_method(args.baseline)
+    method_cfg = getattr(params.baselines, args.baseline)
+
+    class Quiet:
+        def child(self, *a, **k):
+            return None
+
+        def log_metrics(self, *a, **k):
+            pass
+
+        def end_child(self, *a, **k):
+            pass
+
+    torch.set_num_threads(executor_cfg.cpus_per_task)
+
+    def local_baseline():
+        return evaluate_baseline(method, method_cfg, table, splits, params.evaluate, args.dataset, cpu, Quiet())
+
+    def ray_baseline():
+        return evaluate_baseline(method, method_cfg, table, splits, params.evaluate, args.dataset, cpu, Quiet(),
+                                 executor, "cpu")
+
+    print(f"\n3. baseline {args.baseline}: local = the seeds in turn ({executor_cfg.cpus_per_task} thread(s)); "
+          f"ray = {tasks} task(s)")
+    compare(args.repeats, local_baseline, ray_baseline, lambda a, b: a.equals(b))
+    start = time.perf_counter()
+    ray.shutdown()
+    print(f"\nray.shutdown {time.perf_counter() - start:.2f} s")
+
+
+def join_running(address: str) -> dict:
+    """What a stage pays to join a running instance: connect, and its first task (a new job:
+    the job's workers start and import seba), timed in a process of its own."""
+    import json
+    import subprocess
+
+    code = ("import json, time, sys; sys.path.insert(0, sys.argv[1]); t = time.perf_counter(); "
+            "from seba.config import ExecutorConfig; from seba.executor import RayExecutor; "
+            "e = RayExecutor(ExecutorConfig(kind='ray', address=sys.argv[2]), 'cpu'); i = time.perf_counter() - t; "
+            "t = time.perf_counter(); list(e.map(len, [([1],)], ['t'])); "
+            "print(json.dumps({'init': i, 'first': time.perf_counter() - t}))")
+    done = subprocess.run([sys.executable, "-c", code, str(ROOT), address], capture_output=True, text=True,
+                          check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def same_weights(a, b) -> bool:
+    import torch
+
+    return all(x.train_loss == y.train_loss and all(torch.equal(x.encoder_state[k], y.encoder_state[k])
+                                                     for k in x.encoder_state) for x, y in zip(a, b))
+
+
+def compare(repeats: int, local, remote, same) -> None:
+    times = {"local": [], "ray": []}
+    outputs = {}
+    for _ in range(repeats):
+        for name, fn in (("local", local), ("ray", remote)):
+            start = time.perf_counter()
+            outputs[name] = fn()
+            times[name].append(time.perf_counter() - start)
+    loc, ray_ = statistics.median(times["local"]), statistics.median(times["ray"])
+    print(f"   local {loc:.2f} s   ray {ray_:.2f} s   ray / local {ray_ / loc:.2f}   "
+          f"(each: {', '.join(f'{t:.2f}' for t in times['local'])} | {', '.join(f'{t:.2f}' for t in times['ray'])})"
+          f"   identical outputs: {same(outputs['local'], outputs['ray'])}")
+
+
+if __name__ == "__main__":
+    main()

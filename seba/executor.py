@@ -1,0 +1,197 @@
+"""Where a stage's independent pieces run: on this machine (``executor.kind: local``) or as Ray
+tasks on a cluster (``ray``; docs/scale-out.md).
+
+A piece is a call ``fn(*args)`` whose result depends on its arguments and its torch thread count
+only (a chunk of seeds to pretrain, a chunk of seeds of one baseline). ``RayExecutor.map`` submits
+every piece as a Ray task that asks for ``executor.cpus_per_task`` CPUs (and its torch threads)
+and ``gpus_per_task`` GPUs, and yields the results in the order of the pieces, each with where it
+ran, as they finish. The stage itself (the Ray driver) writes its DVC outputs and MLflow records,
+so caching and tracking are those of a local run. The code of the driver's ``seba`` package goes
+to the cluster with the tasks (Ray's ``py_modules``); the workers need the package's
+dependencies (torch, numpy, pandas, scikit-learn) installed.
+
+Ray is optional (``pip install -e ".[ray]"``) and imported only here, when a stage asks for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from seba.errors import ConfigError, DataError, EpisodeError, ExecutorError, OutputError, TrainingDiverged
+
+# errors whose message already names the problem: a task that raises one fails the stage with it
+NAMED_ERRORS = (ConfigError, DataError, EpisodeError, TrainingDiverged, OutputError, ExecutorError)
+_connected: str | None = None  # the address this process's Ray session was started for
+
+
+def ray_module():
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("params.yaml: 'executor.kind' is ray but Ray is not installed; install it with "
+                          "pip install -e \".[ray]\" or set executor.kind: local") from None
+    return ray
+
+
+def connect(cfg) -> Any:
+    """The ``ray`` module, connected: to ``executor.address``, else to ``$RAY_ADDRESS``, else to a
+    local instance started here (``executor.local_cpus`` CPUs, 0 = all cores). A session this
+    process already holds for the same address is reused. An unreachable cluster is a ConfigError."""
+    global _connected
+    ray = ray_module()
+    address = cfg.address or os.environ.get("RAY_ADDRESS") or None
+    if ray.is_initialized():
+        if _connected == (address or ""):
+            return ray
+        ray.shutdown()
+    kwargs: dict[str, Any] = {"address": address, "include_dashboard": False, "logging_level": "WARNING",
+                              "log_to_driver": True,
+                              "runtime_env": {"py_modules": [str(Path(__file__).resolve().parent)]}}
+    if address is None and cfg.local_cpus:
+        kwargs["num_cpus"] = cfg.local_cpus
+    try:
+        ray.init(**kwargs)
+    except Exception as exc:  # ConnectionError, a timeout, a version mismatch, a bad address ...
+        where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
+        source = ("executor.address" if cfg.address else "$RAY_ADDRESS") if address else "executor.local_cpus"
+        raise ConfigError(f"params.yaml: executor.kind ray could not start or reach {where} ({source}): "
+                          f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
+                          ) from None
+    _connected = address or ""
+    return ray
+
+
+def _nodes(ray) -> list[dict]:
+    return [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+
+
+def plan(cfg, device_setting: str, n_items: int, ray=None) -> tuple[int, float]:
+    """(tasks, GPUs per task) for ``n_items`` seeds on the connected cluster. ``executor.tasks``
+    0 = as many tasks as the cluster runs at once (at most one per seed). Raises a ConfigError
+    when no node can run a task (too many CPUs or GPUs asked for, or ``pretrain.device: cuda``
+    on a cluster without GPUs)."""
+    ray = ray or ray_module()
+    nodes = _nodes(ray)
+    total_gpus = sum(n.get("GPU", 0) for n in nodes)
+    if cfg.gpus_per_task is not None:
+        gpus = float(cfg.gpus_per_task)
+    else:
+        gpus = 1.0 if total_gpus > 0 and device_setting != "cpu" else 0.0
+    if device_setting == "cuda" and total_gpus == 0:
+        raise ConfigError("params.yaml: 'pretrain.device' is 'cuda' but the Ray cluster has no GPU; use auto or cpu")
+    fits = [n for n in nodes if n.get("CPU", 0) >= cfg.cpus_per_task and n.get("GPU", 0) >= gpus]
+    if not fits:
+        largest = max((f"{n.get('CPU', 0):g} CPUs, {n.get('GPU', 0):g} GPUs" for n in nodes), default="no node")
+        raise ConfigError(f"params.yaml: executor asks {cfg.cpus_per_task} CPUs and {gpus:g} GPUs per task "
+                          f"(executor.cpus_per_task, executor.gpus_per_task) but no node of the Ray cluster has "
+                          f"them (largest: {largest})")
+    slots = sum(int(n.get("CPU", 0) // cfg.cpus_per_task) if not gpus
+                else min(int(n.get("CPU", 0) // cfg.cpus_per_task), int(n.get("GPU", 0) // gpus)) for n in fits)
+    tasks = cfg.tasks or slots
+    return max(1, min(tasks, n_items)), gpus
+
+
+def chunks(items: list, n: int) -> list[list]:
+    """``items`` in ``n`` consecutive parts whose sizes differ by at most one."""
+    n = max(1, min(n, len(items)))
+    size, extra = divmod(len(items), n)
+    out, start = [], 0
+    for i in range(n):
+        end = start + size + (i < extra)
+        out.append(items[start:end])
+        start = end
+    return out
+
+
+def _run_piece(fn: Callable, threads: int, *args) -> tuple[Any, dict]:
+    """A Ray task's body: ``fn(*args)`` with ``threads`` torch threads; returns it with where it ran."""
+    import ray
+    import torch
+
+    torch.set_num_threads(threads)
+    context = ray.get_runtime_context()
+    start = time.perf_counter()
+    result = fn(*args)
+    return result, {"node_id": context.get_node_id(), "node_ip": ray.util.get_node_ip_address(),
+                    "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "pid": os.getpid(),
+                    "seconds": round(time.perf_counter() - start, 3)}
+
+
+class RayExecutor:
+    """Pieces of one stage as Ray tasks (see the module's docstring)."""
+
+    def __init__(self, cfg, device_setting: str = "auto"):
+        self.cfg = cfg
+        self.ray = connect(cfg)
+        self.device_setting = device_setting
+        self.slots = 0  # tasks the cluster runs at once (set by ``plan``)
+
+    def plan(self, n_items: int) -> tuple[int, float]:
+        tasks, gpus = plan(self.cfg, self.device_setting, n_items, self.ray)
+        self.slots = tasks if self.cfg.tasks == 0 else min(tasks, plan(
+            dataclasses.replace(self.cfg, tasks=0), self.device_setting, 10**9, self.ray)[0])
+        return tasks, gpus
+
+    def put(self, value: Any) -> Any:
+        """``value`` in the cluster's object store once, for many tasks."""
+        return self.ray.put(value)
+
+    def map(self, fn: Callable, pieces: Iterable[tuple], labels: list[str], gpus: float = 0.0
+            ) -> Iterator[tuple[Any, dict]]:
+        """``fn(*piece)`` for every piece (one per label), as Ray tasks; yields (result, placement)
+        in the pieces' order. At most twice as many tasks as the cluster runs at once are
+        submitted ahead (after ``plan``; the pieces are made as they are submitted, so a stage
+        never holds every seed's inputs at once). A task that raises one of the named errors fails
+        the stage with it; any other failure (an exception, a lost worker or node) becomes an
+        ExecutorError naming the piece. Tasks not yet finished are cancelled when one fails or
+        the caller stops early."""
+        ray = self.ray
+        remote = ray.remote(_run_piece).options(num_cpus=self.cfg.cpus_per_task, num_gpus=gpus, max_retries=0)
+        pieces = iter(pieces)
+        refs: deque = deque()
+
+        def submit() -> None:
+            piece = next(pieces, None)
+            if piece is not None:
+                refs.append(remote.remote(fn, self.cfg.cpus_per_task, *piece))
+
+        for _ in range(2 * self.slots if self.slots else len(labels)):
+            submit()
+        try:
+            for label in labels:
+                ref = refs.popleft()
+                result = self._get(ref, label)
+                submit()
+                yield result
+        finally:
+            for ref in refs:
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # finished meanwhile, or already gone
+                    pass
+
+    def _get(self, ref, label: str) -> tuple[Any, dict]:
+        ray = self.ray
+        try:
+            return ray.get(ref)
+        except ray.exceptions.RayTaskError as exc:
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, NAMED_ERRORS):
+                raise type(cause)(*cause.args) from None
+            what = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc).splitlines()[0]
+            raise ExecutorError(f"{label}: its Ray task failed ({what[:500]}); nothing of the stage was kept"
+                                ) from None
+        except ray.exceptions.RayError as exc:  # a worker or node lost, an object lost, a cancelled task
+            first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+            raise ExecutorError(f"{label}: its Ray task did not finish ({type(exc).__name__}: {first}); "
+                                f"nothing of the stage was kept") from None
+
+
+def executor_for(cfg, device_setting: str) -> RayExecutor | None:
+    """The Ray executor for ``executor.kind: ray``, None for local."""
+    return RayExecutor(cfg, device_setting) if cfg.kind == "ray" else None
