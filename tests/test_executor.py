@@ -11,7 +11,6 @@ import dataclasses
 import os
 import shutil
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
