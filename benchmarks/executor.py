@@ -54,6 +54,7 @@ def main() -> None:
     from seba.data import encode_table, load_snapshot, make_split, scale
     from seba.executor import RayExecutor, chunks
     from seba.pretrain import SeedData, member_bytes, plan_stacks, plan_workers, pretrain_many, train_chunk
+    from seba.tracking import NullTracker
 
     params = load_params(ROOT / "params.yaml")
     cfg = dataclasses.replace(params.pretrain_for(args.dataset), max_epochs=args.max_epochs, device="cpu",
@@ -114,23 +115,13 @@ def main() -> None:
     method = load_method(args.baseline)
     method_cfg = getattr(params.baselines, args.baseline)
 
-    class Quiet:
-        def child(self, *a, **k):
-            return None
-
-        def log_metrics(self, *a, **k):
-            pass
-
-        def end_child(self, *a, **k):
-            pass
-
     torch.set_num_threads(executor_cfg.cpus_per_task)
 
     def local_baseline():
-        return evaluate_baseline(method, method_cfg, table, splits, params.evaluate, args.dataset, cpu, Quiet())
+        return evaluate_baseline(method, method_cfg, table, splits, params.evaluate, args.dataset, cpu, NullTracker())
 
     def ray_baseline():
-        return evaluate_baseline(method, method_cfg, table, splits, params.evaluate, args.dataset, cpu, Quiet(),
+        return evaluate_baseline(method, method_cfg, table, splits, params.evaluate, args.dataset, cpu, NullTracker(),
                                  executor, "cpu")
 
     print(f"\n3. baseline {args.baseline}: local = the seeds in turn ({executor_cfg.cpus_per_task} thread(s)); "

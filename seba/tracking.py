@@ -179,6 +179,29 @@ class Tracker:
             self.artifacts.append((Path(path), artifact_path))
 
 
+class NullTracker:
+    """A tracker that records nothing: for running a stage's library calls outside the pipeline
+    (benchmarks, checks) without an MLflow record."""
+
+    def child(self, run_name: str, params: dict | None = None, tags: dict | None = None) -> None:
+        return None
+
+    def end_child(self, run_id: str | None, failed: bool = False) -> None:
+        pass
+
+    def log_params(self, params: dict, run_id: str | None = None) -> None:
+        pass
+
+    def log_metrics(self, metrics: dict[str, float], run_id: str | None = None, step: int = 0) -> None:
+        pass
+
+    def log_series(self, series: dict, run_id: str | None = None) -> None:
+        pass
+
+    def log_artifacts(self, path: Path, artifact_path: str | None = None) -> None:
+        pass
+
+
 # ---------------------------------------------------------------------- pushing records
 def _push(client, experiment_id: str, record: dict, spool: Path) -> dict[str, str]:
     from mlflow.entities import Metric, Param
