@@ -224,13 +224,23 @@ def test_tasks_spread_over_the_gpus(cluster):
 # ------------------------------------------------------------------------------------- stages
 
 
+@pytest.fixture(scope="module")
+def pipeline(tiny_pipeline, tmp_path_factory):
+    """A copy of the tiny pipeline (its git history and DVC cache too) for this module's runs:
+    they leave MLflow records and cache objects behind, which the shared one must not get."""
+    work, env, _ = tiny_pipeline
+    copy = tmp_path_factory.mktemp("ray-pipeline") / "repo"
+    shutil.copytree(work, copy, symlinks=True, ignore=shutil.ignore_patterns("tmp"))
+    return copy, env
+
+
 @pytest.mark.slow
-def test_dvc_repro_with_ray_gives_the_local_outputs_bit_for_bit(cluster, tiny_pipeline):
+def test_dvc_repro_with_ray_gives_the_local_outputs_bit_for_bit(cluster, pipeline):
     """The tiny pipeline (built with executor local): its pretrain, evaluate and baseline stages
     rerun with executor ray, as subprocesses joining this module's cluster, write the same bytes."""
     from tiny_pipeline import run, stages_run
 
-    work, env = tiny_pipeline[0], dict(tiny_pipeline[1])
+    work, env = pipeline[0], dict(pipeline[1])
     outputs = ["data/models/diabetes/r0.2/seed0.pt", "reports/episodes/knn/diabetes.csv",
                "reports/episodes/diabetes.csv", "reports/metrics/diabetes.json"]
     before = {name: (work / name).read_bytes() for name in outputs}
@@ -256,17 +266,17 @@ def test_dvc_repro_with_ray_gives_the_local_outputs_bit_for_bit(cluster, tiny_pi
         (work / "params.yaml").write_text(params)
         (work / "dvc.lock").write_text(lock)
         run(["dvc", "checkout", "--force"], work, env)
-    assert stages_run(run(["dvc", "repro", "--dry"], work, tiny_pipeline[1]).stdout) <= {"validate", "track"}
+    assert stages_run(run(["dvc", "repro", "--dry"], work, pipeline[1]).stdout) <= {"validate", "track"}
 
 
 @pytest.mark.slow
-def test_a_failing_ray_task_fails_its_stage_with_the_named_error_and_keeps_nothing(cluster, tiny_pipeline):
+def test_a_failing_ray_task_fails_its_stage_with_the_named_error_and_keeps_nothing(cluster, pipeline):
     """lr 1e30 makes the loss non-finite inside the Ray task: the stage fails with the error a
     local run gives, writes no checkpoint and records nothing; `dvc checkout` brings back the
     earlier encoder, unchanged."""
     from tiny_pipeline import run, stages_run
 
-    work, env = tiny_pipeline[0], dict(tiny_pipeline[1])
+    work, env = pipeline[0], dict(pipeline[1])
     checkpoint = work / "data/models/diabetes/r0.2/seed0.pt"
     before = checkpoint.read_bytes()
     params, lock = (work / "params.yaml").read_text(), (work / "dvc.lock").read_text()
@@ -318,7 +328,7 @@ def stop_nodes(*marks: str) -> None:
 
 
 @pytest.mark.slow
-def test_a_stage_on_a_two_node_cluster_uses_both_nodes(tiny_pipeline):
+def test_a_stage_on_a_two_node_cluster_uses_both_nodes(pipeline):
     """`ray start --head` and a second node on 127.0.0.1, one CPU each: a pretrain stage of two
     seeds joins the cluster through RAY_ADDRESS and runs one task on each node."""
     import tempfile
@@ -326,7 +336,7 @@ def test_a_stage_on_a_two_node_cluster_uses_both_nodes(tiny_pipeline):
     from tiny_pipeline import run, stages_run
 
     ray_cli = shutil.which("ray", path=str(Path(sys.executable).parent)) or shutil.which("ray")
-    work, env = tiny_pipeline[0], dict(tiny_pipeline[1])
+    work, env = pipeline[0], dict(pipeline[1])
     port = free_port()
     temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     env.update(RAY_ADDRESS=f"127.0.0.1:{port}", RAY_AUTH_MODE="disabled")
