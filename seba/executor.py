@@ -26,7 +26,7 @@ from seba.errors import ConfigError, DataError, EpisodeError, ExecutorError, Out
 
 # errors whose message already names the problem: a task that raises one fails the stage with it
 NAMED_ERRORS = (ConfigError, DataError, EpisodeError, TrainingDiverged, OutputError, ExecutorError)
-_connected: str | None = None  # the address this process's Ray session was started for
+_connected: str | None = None  # the address this process's Ray connection was made for
 
 
 def ray_module():
@@ -40,7 +40,7 @@ def ray_module():
 
 def connect(cfg) -> Any:
     """The ``ray`` module, connected: to ``executor.address``, else to ``$RAY_ADDRESS``, else to a
-    local instance started here (``executor.local_cpus`` CPUs, 0 = all cores). A session this
+    local instance started here (``executor.local_cpus`` CPUs, 0 = all cores). A connection this
     process already holds for the same address is reused. An unreachable cluster is a ConfigError."""
     global _connected
     ray = ray_module()

@@ -76,7 +76,7 @@ def cluster():
              runtime_env={"py_modules": [SEBA, __file__]})  # this file: the tasks defined below
     import seba.executor
 
-    seba.executor._connected = ""  # the stages' connect() reuses this session
+    seba.executor._connected = ""  # connect() in the code under test reuses this Ray instance
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
     seba.executor._connected = None
