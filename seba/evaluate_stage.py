@@ -68,6 +68,11 @@ def feature_loader(params: Params, dataset: str, table: EncodedTable, root: Path
     return load_seed
 
 
+def feature_budget(device: torch.device) -> int:
+    """Bytes of features evaluated together: a quarter of the device's free memory, at most 8 GiB."""
+    return min(8 << 30, available_bytes(device) // 4)
+
+
 def evaluate_chunk(seeds: list[tuple[int, SeedInputs]], member_names: list[str], n_classes: int, cfg, dataset: str,
                    device_setting: str) -> list[tuple[int, pd.DataFrame, float, int]]:
     """The seeds of one Ray task (seba.executor), evaluated on its node's device: what
@@ -76,7 +81,7 @@ def evaluate_chunk(seeds: list[tuple[int, SeedInputs]], member_names: list[str],
     by_seed = dict(seeds)
     return list(evaluate_in_groups(lambda seed: seed_features(by_seed[seed], cfg.head, device, dataset),
                                    [seed for seed, _ in seeds], member_names, n_classes, cfg, dataset,
-                                   budget_bytes=min(8 << 30, available_bytes(device) // 4)))
+                                   budget_bytes=feature_budget(device)))
 
 
 def evaluate_all(params: Params, dataset: str, table: EncodedTable, root: Path, device: torch.device,
@@ -88,7 +93,7 @@ def evaluate_all(params: Params, dataset: str, table: EncodedTable, root: Path, 
     if executor is None:
         yield from evaluate_in_groups(feature_loader(params, dataset, table, root, device), seeds, members,
                                       len(table.classes), params.evaluate, dataset,
-                                      budget_bytes=min(8 << 30, available_bytes(device) // 4))
+                                      budget_bytes=feature_budget(device))
         return
     tasks, gpus = executor.plan(len(seeds))
     parts = chunks(seeds, tasks)

@@ -15,7 +15,6 @@ Ray is optional (``pip install -e ".[ray]"``) and imported only here, when a sta
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections import deque
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from seba.errors import ConfigError, DataError, EpisodeError, ExecutorError, OutputError, TrainingDiverged
+from seba.runtime import select_device
 
 # errors whose message already names the problem: a task that raises one fails the stage with it
 NAMED_ERRORS = (ConfigError, DataError, EpisodeError, TrainingDiverged, OutputError, ExecutorError)
@@ -70,11 +70,10 @@ def _nodes(ray) -> list[dict]:
     return [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
 
 
-def plan(cfg, device_setting: str, n_items: int, ray=None) -> tuple[int, float]:
-    """(tasks, GPUs per task) for ``n_items`` seeds on the connected cluster. ``executor.tasks``
-    0 = as many tasks as the cluster runs at once (at most one per seed). Raises a ConfigError
-    when no node can run a task (too many CPUs or GPUs asked for, or ``pretrain.device: cuda``
-    on a cluster without GPUs)."""
+def capacity(cfg, device_setting: str, ray=None) -> tuple[int, float]:
+    """(tasks the connected cluster runs at once, GPUs per task). Raises a ConfigError when no node
+    can run a task (too many CPUs or GPUs asked for, or ``pretrain.device: cuda`` on a cluster
+    without GPUs)."""
     ray = ray or ray_module()
     nodes = _nodes(ray)
     total_gpus = sum(n.get("GPU", 0) for n in nodes)
@@ -92,8 +91,25 @@ def plan(cfg, device_setting: str, n_items: int, ray=None) -> tuple[int, float]:
                           f"them (largest: {largest})")
     slots = sum(int(n.get("CPU", 0) // cfg.cpus_per_task) if not gpus
                 else min(int(n.get("CPU", 0) // cfg.cpus_per_task), int(n.get("GPU", 0) // gpus)) for n in fits)
-    tasks = cfg.tasks or slots
-    return max(1, min(tasks, n_items)), gpus
+    return slots, gpus
+
+
+def plan(cfg, device_setting: str, n_items: int, ray=None) -> tuple[int, float]:
+    """(tasks, GPUs per task) for ``n_items`` seeds on the connected cluster (``capacity``).
+    ``executor.tasks`` 0 = as many tasks as the cluster runs at once (at most one per seed)."""
+    slots, gpus = capacity(cfg, device_setting, ray)
+    return max(1, min(cfg.tasks or slots, n_items)), gpus
+
+
+def placement_tags(placement: dict | None) -> dict:
+    """A seed's MLflow tags for where its Ray task ran (none for a local run)."""
+    return {"ray_node": placement["node_ip"], "ray_node_id": placement["node_id"]} if placement else {}
+
+
+def stage_device(device_setting: str, executor):
+    """The device of the stage process itself: ``pretrain.device`` for a local run; with Ray the
+    tasks pick their own, and the stage's (for checks of returned results) never needs a GPU."""
+    return select_device(device_setting if executor is None else ("cpu" if device_setting == "cpu" else "auto"))
 
 
 def chunks(items: list, n: int) -> list[list]:
@@ -132,9 +148,9 @@ class RayExecutor:
         self.slots = 0  # tasks the cluster runs at once (set by ``plan``)
 
     def plan(self, n_items: int) -> tuple[int, float]:
-        tasks, gpus = plan(self.cfg, self.device_setting, n_items, self.ray)
-        self.slots = tasks if self.cfg.tasks == 0 else min(tasks, plan(
-            dataclasses.replace(self.cfg, tasks=0), self.device_setting, 10**9, self.ray)[0])
+        slots, gpus = capacity(self.cfg, self.device_setting, self.ray)
+        tasks = max(1, min(self.cfg.tasks or slots, n_items))
+        self.slots = min(tasks, slots)
         return tasks, gpus
 
     def put(self, value: Any) -> Any:

@@ -13,11 +13,10 @@ from seba.paths import ratio_tag
 from seba.config import Params
 from seba.data import EncodedTable, check_shots, load_split, scale
 from seba.health import check_training
-from seba.executor import RayExecutor, chunks, executor_for
+from seba.executor import RayExecutor, chunks, executor_for, placement_tags, stage_device
 from seba.pretrain import (PretrainResult, SeedData, encode, encoder_config, member_bytes, plan_stacks, plan_workers,
                            pretrain_many, train_chunk)
-from seba.runtime import (configure_threads, format_seconds, log, resolve_precision, save_checkpoint,
-                          select_device)
+from seba.runtime import configure_threads, format_seconds, log, resolve_precision, save_checkpoint
 
 
 @dataclasses.dataclass
@@ -44,8 +43,7 @@ def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> Pre
     shots: fail before any training), and the plan; logs it."""
     cfg = params.pretrain_for(dataset)  # the `pretrain` section with this dataset's own values over it
     executor = executor_for(params.executor, cfg.device)  # (ray: connected, or a ConfigError, before any work)
-    # with Ray the tasks pick their own nodes' devices; the stage's device only checks each result
-    device = select_device(cfg.device if executor is None else ("cpu" if cfg.device == "cpu" else "auto"))
+    device = stage_device(cfg.device, executor)  # (with Ray it only checks each returned encoder)
     threads = configure_threads(cfg.threads)
     table = EncodedTable.load(paths.processed(root, dataset))
     seeds = []
@@ -108,8 +106,7 @@ def record(run: PretrainRun, data: SeedData, result: PretrainResult, i: int, tra
     """One trained seed (the ``i``-th): health check, checkpoint, log entry, tracked metrics and
     series; ``placement``: where its Ray task ran (seba.executor)."""
     seed, label, cfg, device = data.seed, data.label, run.cfg, run.device
-    where = {"ray_node": placement["node_ip"], "ray_node_id": placement["node_id"]} if placement else {}
-    child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed, **where})
+    child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed, **placement_tags(placement)})
     warning = check_training(result.val_loss, encode(result.encoder_state, run.model_config, data.x_val, device),
                              label, cfg.lr)  # a collapsed or diverged encoder is an error (seba.health)
     if warning:

@@ -14,8 +14,8 @@ from seba.baselines.base import evaluate_baseline, load_method
 from seba.config import load_params
 from seba.data import EncodedTable, check_shots, load_split
 from seba.evaluate import summarise
-from seba.executor import executor_for
-from seba.runtime import atomic_path, configure_threads, repo_root, select_device
+from seba.executor import executor_for, stage_device
+from seba.runtime import atomic_path, configure_threads, repo_root
 from seba.tracking import Tracker
 
 
@@ -25,7 +25,7 @@ def main() -> None:
     method = load_method(args.method)  # (a ConfigError for an unknown one)
     cfg, root = getattr(params.baselines, args.method), repo_root()
     executor = executor_for(params.executor, params.pretrain.device)  # ray: connected (or a ConfigError) first
-    device = select_device(params.pretrain.device if executor is None else "cpu")  # ray: the tasks pick theirs
+    device = stage_device(params.pretrain.device, executor)  # ray: the tasks pick theirs
     configure_threads(params.pretrain.threads)
     table = EncodedTable.load(paths.processed(root, args.dataset))
     splits = {seed: load_split(paths.splits(root, args.dataset), seed) for seed in params.seeds}

@@ -13,8 +13,8 @@ from seba import paths
 from seba.config import load_params
 from seba.data import EncodedTable
 from seba.evaluate_stage import evaluate_all, record_seed, write_results
-from seba.executor import executor_for
-from seba.runtime import configure_threads, repo_root, select_device
+from seba.executor import executor_for, stage_device
+from seba.runtime import configure_threads, repo_root
 from seba.tracking import Tracker
 
 
@@ -23,7 +23,7 @@ def main() -> None:
     params = load_params()
     root = repo_root()
     executor = executor_for(params.executor, params.pretrain.device)  # ray: connected (or a ConfigError) first
-    device = select_device(params.pretrain.device if executor is None else "cpu")  # ray: the tasks pick theirs
+    device = stage_device(params.pretrain.device, executor)  # ray: the tasks pick theirs
     configure_threads(params.pretrain.threads)
     table = EncodedTable.load(paths.processed(root, args.dataset))
     tracked = {"dataset": args.dataset, "seeds": list(params.seeds), "ratios": list(params.pretrain.ratios),

@@ -17,7 +17,7 @@ from seba.data import EncodedTable, scale
 from seba.episodes import sample_episodes
 from seba.errors import ConfigError, TrainingDiverged
 from seba.evaluate import episode_scores, head_scores, summarise, support_hash
-from seba.executor import chunks
+from seba.executor import chunks, placement_tags
 from seba.runtime import derive_seed, log, select_device
 from seba.training import EarlyStopping
 
@@ -180,8 +180,7 @@ def evaluate_baseline(cls: type[Method], cfg, table: EncodedTable, splits: dict,
             log(fit_log)
         frames.append(frame)
         seed_summary = summarise(frame)
-        where = {"ray_node": placement["node_ip"], "ray_node_id": placement["node_id"]} if placement else {}
-        child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed, **where})
+        child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed, **placement_tags(placement)})
         tracker.log_metrics({**{f"{r.shot}shot_accuracy": r.accuracy for r in seed_summary.itertuples()},
                              "seconds": seconds}, child)
         tracker.end_child(child)
