@@ -15,9 +15,23 @@ from seba.evaluate import ENSEMBLE, summarise
 from seba.runtime import atomic_path, write_json, write_text
 
 
-def load_paper(path: Path, method: str = "SeBA", table: str = "main") -> pd.DataFrame:
-    paper = pd.read_csv(path)
-    paper = paper[(paper["table"] == table) & (paper["method"] == method)]
+# The paper's tables of results (data/reference/paper_results.csv): the main table's eight datasets
+# and the challenging table's three (opt-in in params.yaml); their dataset names are disjoint.
+PAPER_TABLES = ("main", "challenging")
+# The paper's dataset names that differ from the names of their `sources` entries in params.yaml
+PAPER_DATASET_NAMES = {"cnae": "cnae9"}
+
+
+def paper_rows(paper_all: pd.DataFrame, tables: tuple[str, ...] = PAPER_TABLES) -> pd.DataFrame:
+    """The rows of the paper's results in `tables`, datasets named as in params.yaml's `sources`."""
+    rows = paper_all[paper_all["table"].isin(tables)].copy()
+    rows["dataset"] = rows["dataset"].replace(PAPER_DATASET_NAMES)
+    return rows
+
+
+def load_paper(path: Path, method: str = "SeBA", tables: tuple[str, ...] = PAPER_TABLES) -> pd.DataFrame:
+    paper = paper_rows(pd.read_csv(path), tables)
+    paper = paper[paper["method"] == method]
     return paper[["dataset", "shot", "accuracy"]].rename(columns={"accuracy": "paper"})
 
 
@@ -162,7 +176,7 @@ def comparison_table(seba: dict[str, pd.DataFrame], baselines: dict[tuple[str, s
             rows.append({"method": method, "dataset": dataset, "shot": shot, "accuracy": group["accuracy"].mean(),
                          "paper_method": paper_names.get(method)})
     table = pd.DataFrame(rows)
-    paper = paper_all[paper_all["table"] == "main"][["method", "dataset", "shot", "accuracy"]].rename(
+    paper = paper_rows(paper_all)[["method", "dataset", "shot", "accuracy"]].rename(
         columns={"method": "paper_method", "accuracy": "paper"})
     table = table.merge(paper, on=["paper_method", "dataset", "shot"], how="left")
     table["rank"] = table.groupby(["dataset", "shot"])["accuracy"].rank(ascending=False, method="average")
