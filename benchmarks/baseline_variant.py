@@ -39,7 +39,7 @@ def main() -> None:
     import torch
 
     from seba import paths
-    from seba.baselines.base import evaluate_baseline, load_method
+    from seba.baselines.base import evaluate_baseline, load_method, method_config
     from seba.config import load_params
     from seba.data import EncodedTable, load_split
     from seba.tracking import NullTracker
@@ -47,7 +47,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     params = load_params(args.repo / "params.yaml")
     changes = {key: yaml.safe_load(value) for key, value in (c.split("=", 1) for c in args.changes)}
-    cfg = dataclasses.replace(getattr(params.baselines, args.method), **changes)
+    cfg = dataclasses.replace(method_config(params.baselines, args.method), **changes)
     table = EncodedTable.load(paths.processed(args.repo, args.dataset))
     splits = {args.seed: load_split(paths.splits(args.repo, args.dataset), args.seed)}
     start = time.perf_counter()

@@ -49,7 +49,7 @@ def main() -> None:
 
     import torch
 
-    from seba.baselines.base import evaluate_baseline, load_method
+    from seba.baselines.base import evaluate_baseline, load_method, method_config
     from seba.config import load_params
     from seba.data import encode_table, load_snapshot, make_split, scale
     from seba.executor import RayExecutor, chunks
@@ -113,7 +113,7 @@ def main() -> None:
 
     # 3. a baseline
     method = load_method(args.baseline)
-    method_cfg = getattr(params.baselines, args.baseline)
+    method_cfg = method_config(params.baselines, args.baseline)
 
     torch.set_num_threads(executor_cfg.cpus_per_task)
 

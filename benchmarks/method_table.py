@@ -34,7 +34,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from seba import paths
-    from seba.baselines import BASELINES
+    from seba.baselines.base import load_method
     from seba.data import EncodedTable, load_split
     from seba.episodes import sample_episodes
     from seba.evaluate import support_hash
@@ -57,7 +57,7 @@ def main() -> None:
                 if list(group.sort_values("episode")["support_hash"]) != expected:
                     raise SystemExit(f"{csv}: seed {seed}, {shot}-shot: not SeBA's episodes")
             for shot, group in episodes.groupby("shot"):
-                name = BASELINES[method].paper_name
+                name = load_method(method).paper_name
                 hit = paper[(paper["method"] == name) & (paper["dataset"] == dataset) & (paper["shot"] == shot)]
                 rows.append({"method": method, "dataset": dataset, "shot": int(shot),
                              "accuracy": group["accuracy"].mean(),

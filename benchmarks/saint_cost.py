@@ -21,6 +21,7 @@ import pandas as pd
 import torch
 
 from seba.baselines.saint import SAINT, SaintNetwork, saint_features, saint_losses, saint_settings, split_features
+from seba.baselines.base import method_config
 from seba.config import load_params
 from seba.data import encode_table, make_split, scale
 from seba.runtime import configure_threads, repo_root, resolve_precision
@@ -40,7 +41,7 @@ def main() -> None:
     overrides = {k: ast.literal_eval(v) if v not in ("colrow", "col", "row", "cls", "tokens", "fp32", "bf16", "auto",
                                                      "diff", "same") else v
                  for k, v in (s.split("=", 1) for s in args.set)}
-    cfg = dataclasses.replace(params.baselines.saint, **overrides)
+    cfg = dataclasses.replace(method_config(params.baselines, "saint"), **overrides)
     configure_threads(args.threads)
     device = torch.device(args.device)
     bf16 = resolve_precision(cfg.precision, device) == "bf16"

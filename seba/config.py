@@ -4,7 +4,9 @@ Every stage turns the raw YAML into these frozen sections before doing any work,
 out-of-range value fails at once with the key's name instead of after an hour of pretraining.
 Each section is a pydantic dataclass (``seba.schema``): its fields, types, defaults and range
 checks are written once, in the class. Unknown keys are rejected (with a suggestion when one is
-close). The baselines' sections come from their registry, ``seba.baselines``.
+close). The ``baselines`` section names its methods and holds each one's settings as given: a
+method's module checks them against its own params class (``seba.baselines.base.method_config``),
+so that validating the rest of the file needs no method code.
 """
 
 import dataclasses
@@ -17,11 +19,10 @@ from typing import Annotated, Any
 import yaml
 from pydantic import AfterValidator, BeforeValidator
 
-from seba.baselines import BASELINES
 from seba.errors import ConfigError
 from seba.paths import LOCAL, RANDOM_RATIO, ratio_tag
 from seba.schema import (Bool, Float, Int, Ints, Numbers, PositiveFloat, PositiveInt, Str, at_most, check,
-                         choice, fail, mapping_or_empty, rule, section)
+                         choice, fail, mapping_or_empty, rule, section, unknown_key)
 
 LOCAL_DIR = LOCAL
 LOCAL_SUFFIXES = (".csv", ".parquet")
@@ -210,25 +211,62 @@ class EvaluateConfig:
     finetune_chunk: PositiveInt = 10  # episodes fine-tuned together (memory: a copy of the encoder each)
 
 
+# The baselines: every module of seba/baselines/ but base.py is one method, named by its file
+# (docs/adding-a-method.md). The names come from the folder, without importing a method: checking
+# params.yaml needs no torch, and no stage but a method's own depends on the method's code.
+BASELINES_DIR = Path(__file__).resolve().parent / "baselines"
+NOT_METHODS = ("__init__", "base")
+
+
+def baseline_names() -> tuple[str, ...]:
+    """The methods there are: the modules of seba/baselines/ (but base.py), by file name."""
+    return tuple(sorted(p.stem for p in BASELINES_DIR.glob("*.py") if p.stem not in NOT_METHODS))
+
+
 def _methods(methods: Any) -> tuple[str, ...]:
     if not isinstance(methods, list) or not all(isinstance(m, str) for m in methods):
         raise fail(f"must be a list of method names, got {methods!r}")
+    known = baseline_names()
     for method in methods:
-        if method not in BASELINES:
-            close = difflib.get_close_matches(method, list(BASELINES), n=1)
+        if method not in known:
+            close = difflib.get_close_matches(method, list(known), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise fail(f"has unknown method '{method}'{hint}; allowed: {', '.join(BASELINES)}")
+            raise fail(f"has unknown method '{method}'{hint}; allowed: {', '.join(known)}")
     if len(set(methods)) != len(methods):
         raise fail(f"has duplicates: {methods}")
     return tuple(methods)
 
 
-# `baselines`: which methods run (each is one DVC stage per dataset), and one section per method
-# of the registry, with that method's params class.
-BaselinesConfig = section(dataclasses.make_dataclass("BaselinesConfig", [
-    ("methods", Annotated[tuple[str, ...], BeforeValidator(_methods)], field(default=())),
-    *[(name, Annotated[entry.params, BeforeValidator(mapping_or_empty)], field(default_factory=entry.params))
-      for name, entry in BASELINES.items()]], frozen=True, namespace={"__module__": __name__}))
+def _baselines(raw: Any) -> Any:
+    """``baselines``: ``methods`` and one section per method, named by its module; the sections
+    are kept as given (their keys are the method's to check)."""
+    raw = mapping_or_empty(raw)
+    if not isinstance(raw, dict):
+        raise fail("must be a mapping of keys to values")
+    unknown_key("baselines", raw, ["methods", *baseline_names()])
+    sections = {}
+    for name, given in raw.items():
+        if name == "methods":
+            continue
+        if given is not None and not isinstance(given, dict):
+            raise ConfigError(f"params.yaml: 'baselines.{name}' must be a mapping of keys to values")
+        sections[name] = dict(given or {})
+    out = {"sections": sections}
+    if "methods" in raw:
+        out["methods"] = raw["methods"]
+    return out
+
+
+@section
+class BaselinesConfig:
+    """Which methods run (each is one DVC stage per dataset), and each method's settings as given
+    in params.yaml: ``seba.baselines.base.method_config`` checks a section against the method's
+    params class (the baseline stage for its method, ``seba-validate`` for every one), and a
+    method without a section runs with that class's defaults."""
+
+    methods: Annotated[tuple[str, ...], BeforeValidator(_methods)] = ()
+    sections: dict[str, dict] = field(default_factory=dict)
+
 
 # A dataset name becomes file names (data/raw/<name>.parquet, data/models/<name>/, reports/...)
 # and DVC stage names (fetch@<name>): letters, digits, '_' and '-', so that it cannot leave its
@@ -381,7 +419,7 @@ class Params:
     split: _section(SplitConfig) = field(default_factory=SplitConfig)
     pretrain: _section(PretrainConfig) = field(default_factory=PretrainConfig)
     evaluate: _section(EvaluateConfig) = field(default_factory=EvaluateConfig)
-    baselines: _section(BaselinesConfig) = field(default_factory=BaselinesConfig)
+    baselines: Annotated[BaselinesConfig, BeforeValidator(_baselines)] = field(default_factory=BaselinesConfig)
     analysis: _section(AnalysisConfig) = field(default_factory=AnalysisConfig)
     executor: _section(ExecutorConfig) = field(default_factory=ExecutorConfig)
     # read and checked by seba.theorem (its stage needs nothing else); kept here as given

@@ -9,7 +9,7 @@ import pandas as pd
 import yaml
 
 from seba import paths
-from seba.baselines import BASELINES
+from seba.baselines.base import load_method
 from seba.errors import DataError
 from seba.evaluate import ENSEMBLE, summarise
 from seba.runtime import atomic_path, write_json, write_text
@@ -289,7 +289,7 @@ def write_reports(params, root: Path) -> tuple[dict, dict]:
     figure(table, paths.report(root, "figures") / "accuracy.png")
     baselines = {(method, name): pd.read_csv(paths.episodes(root, name, method))
                  for method in params.baselines.methods for name in params.datasets}
-    paper_names = {name: entry.paper_name for name, entry in BASELINES.items()}
+    paper_names = {method: load_method(method).paper_name for method in params.baselines.methods}
     comparison = comparison_table(episodes, baselines, pd.read_csv(root / paths.PAPER_RESULTS), paper_names)
     with atomic_path(paths.report(root, "comparison.csv")) as tmp:
         comparison.to_csv(tmp, index=False, float_format="%.4f")

@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from seba import paths
+from seba.baselines.base import check_baselines
 from seba.config import Params, load_params
 from seba.data import check_shots, load_local_table, load_snapshot, make_split, read_manifest
 from seba.errors import ConfigError, DataError
@@ -86,6 +87,7 @@ def validate(root: Path) -> list[str]:
     try:
         params = load_params(root / "params.yaml")
         load_theorem(root / "params.yaml")  # the `theorem` section (its stage reads it itself)
+        check_baselines(params.baselines)  # each method's section, by its own module
     except ConfigError as exc:
         return [str(exc)]
     problems = _check_devices(params)

@@ -10,7 +10,7 @@ from seba.cli import parse_args, run_stage  # first: hands the stage to a warm w
 import dataclasses
 
 from seba import paths
-from seba.baselines.base import evaluate_baseline, load_method
+from seba.baselines.base import evaluate_baseline, load_method, method_config
 from seba.config import load_params
 from seba.data import EncodedTable, check_shots, load_split
 from seba.evaluate import summarise
@@ -23,7 +23,7 @@ def main() -> None:
     args = parse_args(__doc__, method=str, dataset=str)
     params = load_params()
     method = load_method(args.method)  # (a ConfigError for an unknown one)
-    cfg, root = getattr(params.baselines, args.method), repo_root()
+    cfg, root = method_config(params.baselines, args.method), repo_root()
     executor = executor_for(params.executor, params.pretrain.device)  # ray: connected (or a ConfigError) first
     device = stage_device(params.pretrain.device, executor)  # ray: the tasks pick theirs
     configure_threads(params.pretrain.threads)

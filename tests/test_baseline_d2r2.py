@@ -1,7 +1,7 @@
 import numpy as np
 import torch
 
-from seba.baselines import D2r2Config
+from seba.baselines.d2r2 import D2r2Config
 from seba.baselines.d2r2 import (D2R2, pseudo_validation_accuracy, pseudo_validation_tasks, q_sample,
                                  random_projection, rdm_loss, vp_betas)
 from seba.config import EvaluateConfig

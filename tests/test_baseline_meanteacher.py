@@ -8,7 +8,7 @@ import torch
 
 from seba.baselines.meanteacher import MeanTeacher, ema_update, sigmoid_rampup, train_meanteacher
 from seba.baselines.pseudolabel import init_mlp, mlp_logits
-from seba.baselines import MeanteacherConfig
+from seba.baselines.meanteacher import MeanteacherConfig
 from seba.episodes import sample_episodes
 
 CPU = torch.device("cpu")

@@ -8,7 +8,7 @@ import torch
 
 from seba.baselines.pseudolabel import (PseudoLabel, init_mlp, mlp_forward, pseudo_label_loss, pseudo_label_weight,
                                         train_pseudolabel)
-from seba.baselines import PseudolabelConfig
+from seba.baselines.pseudolabel import PseudolabelConfig
 from seba.episodes import sample_episodes
 
 CPU = torch.device("cpu")

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from seba.baselines import SaintConfig
+from seba.baselines.saint import SaintConfig
 from seba.baselines.saint import (SAINT, SaintNetwork, SaintTransformer, cutmix, mixup, saint_features,
                                   saint_settings, split_features)
 from seba.config import EvaluateConfig

@@ -7,7 +7,7 @@ import torch
 
 from seba.baselines.stunt import (STUNT, batched_kmeans, perturb, protonet_logits, pseudo_validation, sample_columns,
                                   sample_tasks, task_pool)
-from seba.baselines import StuntConfig
+from seba.baselines.stunt import StuntConfig
 from seba.config import EvaluateConfig
 
 CFG = StuntConfig(ways=2, shots=2, queries=4, kmeans_iterations=20, task_pool=8)

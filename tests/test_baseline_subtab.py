@@ -4,7 +4,7 @@ import numpy as np
 import torch
 
 from seba.baselines.subtab import SubTab, nt_xent, subtab_subsets, subtab_views
-from seba.baselines import SubtabConfig
+from seba.baselines.subtab import SubtabConfig
 from seba.config import EvaluateConfig
 
 

@@ -12,9 +12,8 @@ import pytest
 import torch
 import yaml
 
-from seba.baselines import TabpfnConfig
-from seba.baselines.base import evaluate_baseline
-from seba.baselines.tabpfn import TabPFN, checkpoint
+from seba.baselines.base import evaluate_baseline, method_config
+from seba.baselines.tabpfn import TabPFN, TabpfnConfig, checkpoint
 from seba.config import EvaluateConfig, parse_params
 from seba.data import EncodedTable, Split, scale
 from seba.episodes import sample_episodes
@@ -106,7 +105,7 @@ def test_its_section_holds_the_defaults_and_it_does_not_run_by_default(root):
     raw = yaml.safe_load((root / "params.yaml").read_text())
     params = parse_params(raw)
     assert "tabpfn" not in params.baselines.methods  # it cannot run without its weights
-    cfg = params.baselines.tabpfn
+    cfg = method_config(params.baselines, "tabpfn")
     assert cfg == TabpfnConfig() and cfg.model_path is None and cfg.too_many_features == "error"
     assert (cfg.n_estimators, cfg.softmax_temperature, cfg.max_features) == (8, 0.9, 500)
 
@@ -128,7 +127,7 @@ def test_bad_values_name_the_key(root, edit, message):
     raw = copy.deepcopy(yaml.safe_load((root / "params.yaml").read_text()))
     raw["baselines"]["tabpfn"].update(edit)
     with pytest.raises(ConfigError, match=message):
-        parse_params(raw)
+        method_config(parse_params(raw).baselines, "tabpfn")
 
 
 def test_a_model_path_and_the_options_are_accepted(root):
@@ -136,7 +135,7 @@ def test_a_model_path_and_the_options_are_accepted(root):
     raw["baselines"]["methods"] = ["knn", "tabpfn"]
     raw["baselines"]["tabpfn"].update(model_path="~/w/tabpfn-v2-classifier.ckpt", too_many_features="subsample",
                                       device="cpu", inference_precision="fp32")
-    cfg = parse_params(raw).baselines.tabpfn
+    cfg = method_config(parse_params(raw).baselines, "tabpfn")
     assert cfg.model_path == "~/w/tabpfn-v2-classifier.ckpt" and cfg.too_many_features == "subsample"
 
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import seba.baselines.tjepa as tjepa
-from seba.baselines import TjepaConfig
+from seba.baselines.tjepa import TjepaConfig
 from seba.baselines.tjepa import (TJEPA, TJepaEncoder, TJepaPredictor, draw_masks, ema_update, jepa_loss,
                                   mask_sizes)
 from seba.config import EvaluateConfig

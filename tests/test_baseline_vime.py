@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from seba.baselines.vime import VIME, vime_corrupt
-from seba.baselines import VimeConfig
+from seba.baselines.vime import VimeConfig
 from seba.config import EvaluateConfig
 
 

@@ -1,14 +1,32 @@
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
 
-from seba.baselines import (BASELINES, CatboostConfig, D2r2Config, KnnConfig, LogregConfig, MeanteacherConfig,
-                            PseudolabelConfig, SaintConfig, ScarfConfig, StuntConfig, SubtabConfig, TabpfnConfig, TjepaConfig,
-                            VimeConfig)
+import seba.baselines
+import seba.config
+
+from seba.baselines.catboost import CatboostConfig
+from seba.baselines.d2r2 import D2r2Config
+from seba.baselines.knn import KnnConfig
+from seba.baselines.logreg import LogregConfig
+from seba.baselines.meanteacher import MeanteacherConfig
+from seba.baselines.pseudolabel import PseudolabelConfig
+from seba.baselines.saint import SaintConfig
+from seba.baselines.scarf import ScarfConfig
+from seba.baselines.stunt import StuntConfig
+from seba.baselines.subtab import SubtabConfig
+from seba.baselines.tabpfn import TabpfnConfig
+from seba.baselines.tjepa import TjepaConfig
+from seba.baselines.vime import VimeConfig
 from seba.baselines import tabpfn as tabpfn_baseline
-from seba.baselines.base import RepresentationMethod, load_method
-from seba.config import EvaluateConfig
+from seba.baselines.base import RepresentationMethod, check_baselines, load_method, method_config
+from seba.config import EvaluateConfig, baseline_names, parse_params
 from seba.episodes import sample_episodes
 from seba.errors import ConfigError, DataError
 from seba.evaluate import episode_scores, support_hash
@@ -35,7 +53,7 @@ CONFIGS = {
 
 
 def test_every_method_has_a_toy_configuration():
-    assert set(CONFIGS) == set(BASELINES)
+    assert set(CONFIGS) == set(baseline_names())
 
 
 def toy(n_per_class=40, n_classes=3, dim=10, seed=0):
@@ -93,3 +111,79 @@ def test_baselines_must_use_sebas_episodes_and_are_ranked():
     assert one.loc["knn", "paper"] == 50.0 and one.loc["SeBA", "paper"] == 61.0
     text = comparison_markdown(table)
     assert "## 1-shot" in text and "| knn | **60.00** (50.00) | 1.00 |" in text
+
+
+NEW_METHOD = '''"""Nearest class mean: a method added as one module (tests/test_baselines.py)."""
+
+import torch
+
+from seba.baselines import register
+from seba.baselines.base import Method
+from seba.schema import Fraction, section
+
+
+@section
+class NearestMeanConfig:
+    shrink: Fraction = 1.0  # scale of the class means (1: none)
+
+
+@register
+class NearestMean(Method):
+    name = "nearest_mean"
+    paper_name = None
+    Config = NearestMeanConfig
+
+    def scores(self, x_test, support, support_labels, n_classes, shot):
+        X = torch.as_tensor(x_test, dtype=torch.float32)
+        rows = X[torch.as_tensor(support)]  # [E, S, D]
+        onehot = torch.nn.functional.one_hot(torch.as_tensor(support_labels), n_classes).float()  # [S, C]
+        means = self.cfg.shrink * torch.einsum("esd,sc->ecd", rows, onehot) / onehot.sum(0)[None, :, None]
+        return -torch.cdist(X[None].expand(len(rows), -1, -1), means)
+'''
+
+
+def test_a_new_method_is_one_module(tmp_path, monkeypatch, request):
+    """Adding a method is its module file and its params.yaml section, nothing else: the config
+    accepts its name and section, seba-validate's check reads its params class from the module,
+    and the stage's loader runs it (docs/adding-a-method.md)."""
+    folder = tmp_path / "baselines"
+    folder.mkdir()
+    for module in seba.config.BASELINES_DIR.glob("*.py"):
+        (folder / module.name).symlink_to(module)
+    (folder / "nearest_mean.py").write_text(NEW_METHOD)
+    monkeypatch.setattr(seba.config, "BASELINES_DIR", folder)
+    monkeypatch.setattr(seba.baselines, "__path__", [str(folder), *seba.baselines.__path__])
+    monkeypatch.setitem(seba.baselines.METHODS, "nearest_mean", None)  # restored (removed) after the test
+    request.addfinalizer(lambda: (sys.modules.pop("seba.baselines.nearest_mean", None),
+                                  vars(seba.baselines).pop("nearest_mean", None)))
+    raw = yaml.safe_load((Path(__file__).resolve().parents[1] / "params.yaml").read_text())
+    raw["baselines"]["methods"] = ["knn", "nearest_mean"]
+    raw["baselines"]["nearest_mean"] = {"shrink": 1.0}
+    params = parse_params(raw)
+    assert params.baselines.methods == ("knn", "nearest_mean")
+    check_baselines(params.baselines)
+    cls = load_method("nearest_mean")
+    cfg = method_config(params.baselines, "nearest_mean")
+    assert cls.paper_name is None and cfg == cls.Config(shrink=1.0)
+    X, y = toy()
+    episodes = sample_episodes(y, 3, 5, n_episodes=5, seed=0)
+    scores = cls(cfg, 0, torch.device("cpu")).scores(X, episodes.support, episodes.support_labels, 3, 5)
+    accuracy, _ = episode_scores(scores.argmax(-1)[None], torch.as_tensor(y), torch.as_tensor(episodes.query), 3)
+    assert accuracy.mean() > 0.9
+    raw["baselines"]["nearest_mean"] = {"shrink": 1.5}
+    with pytest.raises(ConfigError, match="'baselines.nearest_mean.shrink' must lie in \\(0, 1\\]"):
+        check_baselines(parse_params(raw).baselines)
+    raw["baselines"]["nearest_maen"] = {}
+    with pytest.raises(ConfigError, match="unknown key 'baselines.nearest_maen' \\(did you mean 'nearest_mean'\\?\\)"):
+        parse_params(raw)
+
+
+def test_checking_params_imports_no_method_code():
+    """The stages other than a method's own read params.yaml without importing any method (nor
+    torch), so none of them depends on a method's code in DVC."""
+    code = ("import sys; from seba.config import load_params; p = load_params(); "
+            "print(sorted(m for m in sys.modules if m.startswith('seba.baselines') or m == 'torch'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -155,11 +155,10 @@ class Tracker:
 @pytest.mark.parametrize("method", ["logreg", "scarf"])
 def test_a_baseline_as_ray_tasks_gives_the_local_episodes(cluster, method):
     from seba.baselines.base import evaluate_baseline, load_method
-    from seba.config import BaselinesConfig
 
     table, splits = separable_table()
     cls = load_method(method)
-    cfg = getattr(BaselinesConfig(), method)
+    cfg = cls.Config()
     if method == "scarf":
         cfg = dataclasses.replace(cfg, encoder_hidden=32, encoder_out=16, max_epochs=3, batch_size=16)
     evaluate = EvaluateConfig(shots=(1, 5), episodes=4)

@@ -1,6 +1,7 @@
 """What every baseline shares: the ``Method`` interface (see ``seba.baselines``), the
 ``RepresentationMethod`` that evaluates a self-supervised encoder with SeBA's own heads, SeBA's
-early-stopping training loop, ``load_method``, which imports one method's module, and
+early-stopping training loop, ``load_method``, which imports one method's module,
+``method_config``, which checks a method's section of params.yaml against its params class, and
 ``evaluate_baseline``, which scores a method on SeBA's episodes (the `baseline` stage)."""
 
 from __future__ import annotations
@@ -12,26 +13,46 @@ import numpy as np
 import pandas as pd
 import torch
 
-from seba.baselines import BASELINES, METHODS
+from seba.baselines import METHODS
+from seba.config import BaselinesConfig, baseline_names
 from seba.data import EncodedTable, scale
 from seba.episodes import sample_episodes
 from seba.errors import ConfigError, TrainingDiverged
 from seba.evaluate import episode_scores, head_scores, summarise, support_hash
 from seba.executor import chunks, placement_tags
 from seba.runtime import derive_seed, log, select_device
+from seba.schema import check
 from seba.training import EarlyStopping
 
 
 def load_method(name: str) -> type[Method]:
     """The class of method ``name``, from its own module ``seba.baselines.<name>``."""
-    if name not in BASELINES:
-        raise ConfigError(f"unknown baseline '{name}'; known: {', '.join(BASELINES)}")
+    if name not in baseline_names():
+        raise ConfigError(f"unknown baseline '{name}'; known: {', '.join(baseline_names())}")
     importlib.import_module(f"seba.baselines.{name}")
+    if name not in METHODS:
+        raise ConfigError(f"seba/baselines/{name}.py registers no method (@register on a class named '{name}')")
     return METHODS[name]
 
 
+def method_config(baselines: BaselinesConfig, name: str):
+    """Method ``name``'s settings: its section of params.yaml (``baselines.<name>``) checked
+    against its params class, the class's defaults where the section leaves a key out (a
+    ConfigError naming the key otherwise)."""
+    return check(load_method(name).Config, baselines.sections.get(name), f"baselines.{name}")
+
+
+def check_baselines(baselines: BaselinesConfig) -> None:
+    """Every method's section of params.yaml, and every method named in ``baselines.methods``,
+    checked by its own module (``seba-validate``; a ConfigError at the first problem)."""
+    for name in dict.fromkeys([*baselines.methods, *baselines.sections]):
+        method_config(baselines, name)
+
+
 class Method:
-    name: str = ""  # its row of seba.baselines.BASELINES
+    name: str = ""  # its module's name: its params section, its DVC stages and its episode folder
+    # Each method class also sets ``Config`` (its params class, a seba.schema.section) and
+    # ``paper_name`` (its row in data/reference/paper_results.csv, None if the paper has none).
 
     def __init__(self, cfg, seed: int, device: torch.device):
         self.cfg = cfg

@@ -14,6 +14,36 @@ from seba.baselines import register
 from seba.baselines.base import RepresentationMethod
 from seba.errors import TrainingDiverged
 from seba.runtime import derive_seed
+from seba.schema import Float, Fraction, Int, PositiveFloat, PositiveInt, section
+
+
+# Its settings: the `baselines.d2r2` section of params.yaml, the defaults written here once
+# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
+@section
+class D2r2Config:
+    # Sources: the official code (github.com/Anony11131223/D2R2): main.py's flags and
+    # diffusion_feature.py's DiffusionFeatureExtractor defaults; D2R2-c is mean_center=True,
+    # iteration_steps=0 (docs/baselines.md#d2r2-c).
+    T: PositiveInt = 10  # diffusion steps (main.py: T 10)
+    embed_dim: PositiveInt = 10  # the representation's width (main.py: embed_dim 10)
+    hidden: PositiveInt = 512  # (main.py: hidden_dim 512)
+    layers: PositiveInt = 3  # hidden layers of both networks (main.py: num_layers 3)
+    time_dim: PositiveInt = 16  # Fourier features of the timestep (diffusion_feature.py: time_dim 16)
+    alpha: Float = 1.0  # weight of the random distance matching loss (main.py: alpha 1)
+    col_select_ratio: Fraction = 0.1  # p of the random projections (main.py: col_select_ratio 0.1)
+    noise_aug_scale: Float = 1.0  # E's input noise, in column stds (main.py: noise_aug_scale 1)
+    categorical_noise: Float = 0.1  # E's input noise std on one-hot columns (datasets.py: cate_perturbation_scale)
+    lr: PositiveFloat = 3e-4  # Adam with cosine decay to 0 (diffusion_feature.py: lr 3e-4)
+    lr_decay_share: Fraction = 0.6667  # decay over this share of max_steps (official: 100,000 of 150,000 steps)
+    batch_size: PositiveInt = 256  # rows drawn afresh each step (main.py: batch_size 256)
+    max_steps: PositiveInt = 3000  # step cap (cost budget, a deviation; official: 150,000 steps)
+    eval_every: PositiveInt = 200  # steps between pseudo-validations (official: 10,000 of 150,000)
+    min_accepted_step: Int = 1000  # first selectable checkpoint (official: 50,000 of 150,000)
+    val_clusters: PositiveInt = 2  # pseudo-validation classes (official: the true class count, unknown to fit)
+    val_episodes: PositiveInt = 100  # pseudo-validation episodes, fixed up front (official: 100 fresh per test)
+    val_kmeans_steps: PositiveInt = 5  # soft k-means steps of the pseudo-labels (datasets.py: 5)
+    temperature: PositiveFloat = 1.0  # prototype scores' temperature (main.py: 1; argmax unaffected)
+
 
 EPS = 1e-6  # the official code's EPS
 
@@ -146,6 +176,8 @@ class D2R2(RepresentationMethod):
     iterative refinement with the queries)."""
 
     name = "d2r2"
+    paper_name = "D2R2-c"  # its row in data/reference/paper_results.csv (None: the paper has none)
+    Config = D2r2Config
 
     def fit(self, x_train, x_val, groups):
         cfg = self.cfg

@@ -6,6 +6,14 @@ import torch
 
 from seba.baselines import register
 from seba.baselines.base import Method
+from seba.schema import PositiveInt, section
+
+
+# Its settings: the `baselines.knn` section of params.yaml, the defaults written here once
+# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
+@section
+class KnnConfig:
+    k: PositiveInt = 1  # neighbours for 5- and 10-shot (capped at the support size); 1-shot always uses k = 1
 
 
 @register
@@ -14,6 +22,8 @@ class KNN(Method):
     to the class of the nearest row. k = 1 for 1-shot, else ``knn.k`` capped at the support size."""
 
     name = "knn"
+    paper_name = "kNN"  # its row in data/reference/paper_results.csv (None: the paper has none)
+    Config = KnnConfig
 
     def scores(self, x_test, support, support_labels, n_classes, shot):
         X = torch.as_tensor(x_test, dtype=torch.float32, device=self.device)

@@ -7,6 +7,15 @@ import torch
 
 from seba.baselines import register
 from seba.baselines.base import Method
+from seba.schema import PositiveFloat, PositiveInt, section
+
+
+# Its settings: the `baselines.logreg` section of params.yaml, the defaults written here once
+# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
+@section
+class LogregConfig:
+    C: PositiveFloat = 1.0  # inverse L2 strength (scikit-learn's default)
+    max_iter: PositiveInt = 1000
 
 
 @register
@@ -15,6 +24,8 @@ class LogReg(Method):
     the supervised linear floor on the standardised features."""
 
     name = "logreg"
+    paper_name = None  # its row in data/reference/paper_results.csv (None: the paper has none)
+    Config = LogregConfig
 
     def scores(self, x_test, support, support_labels, n_classes, shot):
         from sklearn.linear_model import LogisticRegression

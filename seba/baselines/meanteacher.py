@@ -16,7 +16,31 @@ import torch
 
 from seba.baselines import register
 from seba.baselines.pseudolabel import EpisodeMLPMethod, Params, mlp_forward, train_stacked, unlabeled_batches
+from seba.errors import ConfigError
 from seba.runtime import derive_seed, resolve_precision
+from seba.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
+
+
+# Its settings: the `baselines.meanteacher` section of params.yaml, the defaults written here once
+# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
+@section
+class MeanteacherConfig:
+    hidden: PositiveInt = 128  # one hidden ReLU layer per episode's MLP (student and teacher)
+    steps: PositiveInt = 300  # fixed Adam steps per episode; all episodes of a shot are trained at once
+    batch_size: PositiveInt = 64  # shared unlabeled rows per step (STUNT: 100); the whole support every step
+    lr: PositiveFloat = 1e-3  # STUNT's baselines: Adam, lr 1e-3, weight decay 1e-4
+    weight_decay: Float = 1e-4
+    consistency: Float = 1.0  # max consistency weight; STUNT's grid {0.1, 1, 10, 20, 50, 100}, MT code 100
+    rampup_fraction: Fraction = 0.3  # sigmoid ramp-up over this share of the steps (MT code: 40k of 150k)
+    ema_decay: Float = 0.99  # teacher EMA decay (MT code: 0.99 during ramp-up, 0.999 after)
+    input_noise: Float = 0.15  # std of the Gaussian input noise on the standardised features (MT code)
+    episode_chunk: PositiveInt = 100  # episodes trained together (memory bound)
+    precision: choice("fp32", "bf16", "auto") = "auto"  # fp32 | bf16 (autocast) | auto (bf16 where native)
+
+    def __post_init__(self):
+        if not 0 <= self.ema_decay < 1 or self.consistency < 0 or self.input_noise < 0 or self.weight_decay < 0:
+            raise ConfigError("baselines.meanteacher: need 0 <= ema_decay < 1 and consistency, input_noise, "
+                              "weight_decay >= 0")
 
 
 def sigmoid_rampup(t: float, length: float) -> float:
@@ -94,6 +118,8 @@ class MeanTeacher(EpisodeMLPMethod):
     the teacher's logits are the scores."""
 
     name = "meanteacher"
+    paper_name = "MeanT"  # its row in data/reference/paper_results.csv (None: the paper has none)
+    Config = MeanteacherConfig
 
     def train(self, params, x_support, labels, shot):
         return train_meanteacher(params, x_support, labels, self.x_unlabeled, self.cfg,

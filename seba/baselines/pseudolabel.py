@@ -22,8 +22,34 @@ import torch
 
 from seba.baselines import register
 from seba.baselines.base import Method
-from seba.errors import TrainingDiverged
+from seba.errors import ConfigError, TrainingDiverged
 from seba.runtime import derive_seed, resolve_precision
+from seba.schema import Float, PositiveFloat, PositiveInt, choice, section
+
+
+# Its settings: the `baselines.pseudolabel` section of params.yaml, the defaults written here once
+# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
+@section
+class PseudolabelConfig:
+    hidden: PositiveInt = 128  # one hidden ReLU layer per episode's MLP (our cost/accuracy measurement)
+    steps: PositiveInt = 300  # fixed Adam steps per episode; all episodes of a shot are trained at once
+    batch_size: PositiveInt = 64  # shared unlabeled rows per step (STUNT: 100); the whole support every step
+    lr: PositiveFloat = 1e-3  # STUNT's baselines: Adam, lr 1e-3, weight decay 1e-4
+    weight_decay: Float = 1e-4
+    alpha_f: Float = 3.0  # Lee (2013): final pseudo-label weight
+    t1_fraction: Float = 0.1  # Lee: alpha = 0 before epoch T1 = 100, alpha_f from T2 = 600, here
+    t2_fraction: Float = 0.6  # read as shares of the steps (as if a 1000-epoch run)
+    threshold: Float = 0.0  # pseudo-label only rows predicted with this confidence (0: Lee, every row)
+    episode_chunk: PositiveInt = 100  # episodes trained together (memory bound)
+    precision: choice("fp32", "bf16", "auto") = "auto"  # fp32 | bf16 (autocast) | auto (bf16 where native); bf16 measured equal
+
+    def __post_init__(self):
+        if not 0 <= self.t1_fraction < self.t2_fraction <= 1:
+            raise ConfigError("baselines.pseudolabel: need 0 <= t1_fraction < t2_fraction <= 1, got "
+                              f"{self.t1_fraction} and {self.t2_fraction}")
+        if not 0 <= self.threshold < 1 or self.alpha_f < 0 or self.weight_decay < 0:
+            raise ConfigError("baselines.pseudolabel: need 0 <= threshold < 1, alpha_f >= 0, weight_decay >= 0")
+
 
 Params = list[torch.Tensor]  # [w1 [D, E, H], b1 [E, 1, H], w2 [E, H, C], b2 [E, 1, C]]
 
@@ -186,6 +212,8 @@ class PseudoLabel(EpisodeMLPMethod):
     the network's current predictions; alpha ramps linearly from 0 at T1 to ``alpha_f`` at T2."""
 
     name = "pseudolabel"
+    paper_name = "PseudoL"  # its row in data/reference/paper_results.csv (None: the paper has none)
+    Config = PseudolabelConfig
 
     def train(self, params, x_support, labels, shot):
         train_pseudolabel(params, x_support, labels, self.x_unlabeled, self.cfg,

@@ -26,8 +26,50 @@ from torch.nn import functional as F
 
 from seba.baselines import register
 from seba.baselines.base import RepresentationMethod
-from seba.errors import DataError, TrainingDiverged
+from seba.errors import ConfigError, DataError, TrainingDiverged
 from seba.runtime import derive_seed, resolve_precision
+from seba.schema import Bool, Float, Fraction, PositiveFloat, PositiveInt, choice, section
+
+
+# Its settings: the `baselines.saint` section of params.yaml, the defaults written here once
+# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
+@section
+class SaintConfig:
+    # Defaults: somepago/saint train_robust.py / pretraining.py (docs/baselines.md#saint). With
+    # official_rules the architecture below is changed as train_robust.py does before training:
+    # attention != col -> depth 1, 4 heads, embedding 16, ff dropout 0.8; > 100 original columns ->
+    # batch <= 64 (and embedding <= 4, which the first rule overrides). The log names the rules applied.
+    embedding_size: PositiveInt = 32  # --embedding_size
+    depth: PositiveInt = 6  # --transformer_depth
+    heads: PositiveInt = 8  # --attention_heads
+    ff_dropout: Float = 0.1  # --ff_dropout (its --attention_dropout is never applied by its attention layer)
+    attention: choice("colrow", "col", "row") = "colrow"  # colrow: SAINT | col: SAINT-s | row: SAINT-i
+    official_rules: Bool = True
+    wide_embedding: PositiveInt | None = None  # above 100 columns, embedding at most this after the rules
+    # (not official; the cost setting, e.g. 4: the first rule's cap that the second overrides)
+    batch_size: PositiveInt = 256  # --batchsize
+    lr: PositiveFloat = 1e-4  # AdamW, as pretraining.py (hard-coded there)
+    weight_decay: Float = 0.01  # torch's AdamW default (pretraining.py sets none)
+    epochs: PositiveInt = 50  # --pretrain_epochs; fixed, no early stopping (as the official pretraining)
+    max_steps: PositiveInt = 1000  # optimiser-step cap (cost budget, a deviation; docs/baselines.md#saint)
+    cutmix: Bool = True  # CutMix in input space (--pt_aug cutmix)
+    cutmix_share: Fraction = 0.1  # probability that a feature takes the partner row's value (--pt_aug_lam)
+    mixup: Bool = True  # mixup in embedding space (--pt_aug mixup)
+    mixup_lambda: Fraction = 0.3  # weight of the row's own embedding (--mixup_lam; the partner gets 0.7)
+    nce_temp: PositiveFloat = 0.7  # InfoNCE temperature (--nce_temp)
+    contrastive_weight: Float = 0.5  # --lam0; 0 disables the contrastive loss
+    categorical_weight: Float = 1.0  # --lam2: denoising cross-entropy, summed over categorical features
+    numeric_weight: Float = 10.0  # --lam3: denoising MSE, averaged over numeric features
+    projection: choice("diff", "same") = "diff"  # --pt_projhead_style: a projection head per view, or one shared
+    representation: choice("cls", "tokens") = "cls"  # cls: the CLS token's output (official) | tokens: all, flattened
+    precision: choice("fp32", "bf16", "auto") = "auto"
+
+    def __post_init__(self):
+        if not 0 <= self.ff_dropout < 1:
+            raise ConfigError(f"params.yaml: 'baselines.saint.ff_dropout' must lie in [0, 1), got {self.ff_dropout}")
+        if min(self.weight_decay, self.contrastive_weight, self.categorical_weight, self.numeric_weight) < 0:
+            raise ConfigError("baselines.saint: weight_decay and the loss weights must be >= 0")
+
 
 # ---------------------------------------------------------------------------------- settings
 
@@ -338,6 +380,8 @@ class SAINT(RepresentationMethod):
     order, the seed and the trained weights."""
 
     name = "saint"
+    paper_name = "SAINT"  # its row in data/reference/paper_results.csv (None: the paper has none)
+    Config = SaintConfig
 
     def fit(self, x_train, x_val, groups):
         cfg = self.cfg

@@ -8,6 +8,24 @@ from seba.baselines import register
 from seba.baselines.base import RepresentationMethod, train_with_early_stopping
 from seba.model import Encoder
 from seba.runtime import derive_seed, resolve_precision
+from seba.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
+
+
+# Its settings: the `baselines.scarf` section of params.yaml, the defaults written here once
+# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
+@section
+class ScarfConfig:
+    corruption_rate: Fraction = 0.6  # SCARF paper's default
+    temperature: PositiveFloat = 1.0  # SCARF paper's default
+    encoder_hidden: PositiveInt = 1024  # as SeBA's encoder
+    encoder_out: PositiveInt = 256
+    lr: PositiveFloat = 1e-3
+    batch_size: PositiveInt = 256  # SCARF paper: 128; 256 halves the steps on 2 cores
+    max_epochs: PositiveInt = 1000  # cap; early stopping ends earlier
+    max_steps: PositiveInt = 3000  # optimiser-step cap (cost budget, as VIME's and SubTab's)
+    patience: PositiveInt = 20  # SeBA's early-stopping rule (epochs), short for the cost budget
+    min_delta: Float = 0.001
+    precision: choice("fp32", "bf16", "auto") = "auto"
 
 
 @register
@@ -19,6 +37,8 @@ class SCARF(RepresentationMethod):
     of the batch as negatives. Encoder as SeBA's (same sizes)."""
 
     name = "scarf"
+    paper_name = "Scarf"  # its row in data/reference/paper_results.csv (None: the paper has none)
+    Config = ScarfConfig
 
     def fit(self, x_train, x_val, groups):
         cfg = self.cfg

@@ -14,6 +14,36 @@ from seba.errors import ConfigError, TrainingDiverged
 from seba.model import Encoder
 from seba.training import EarlyStopping
 from seba.runtime import derive_seed, resolve_precision
+from seba.schema import Fraction, PositiveFloat, PositiveInt, choice, section
+
+
+# Its settings: the `baselines.stunt` section of params.yaml, the defaults written here once
+# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
+@section
+class StuntConfig:
+    ways: PositiveInt = 10  # k-means clusters = classes per self-generated task (official code: num_ways 10)
+    shots: PositiveInt = 1  # support rows per pseudo-class (official: num_shots 1)
+    queries: PositiveInt = 15  # query rows per pseudo-class (official: num_shots_test 15)
+    tasks_per_step: PositiveInt = 4  # tasks per Adam step (official: batch_size 4)
+    min_column_fraction: Fraction = 0.2  # share of original columns chosen per task, drawn in [0.2, 0.5]
+    max_column_fraction: Fraction = 0.5  # (official: int(0.2 D) .. int(0.5 D) columns)
+    kmeans_iterations: PositiveInt = 20  # Lloyd iterations (official: faiss niter 20)
+    kmeans_points_per_cluster: PositiveInt = 256  # k-means on <= ways * 256 sampled rows (faiss's default cap)
+    task_pool: PositiveInt = 500  # pseudo-labelled column subsets computed up front, reused with fresh rows/perturbations
+    max_rejections: PositiveInt = 20000  # column subsets whose smallest cluster is too small, before giving up
+    val_clusters: PositiveInt = 2  # pseudo-validation k-means clusters (official income script: 2)
+    val_restarts: PositiveInt = 10  # k-means restarts for the pseudo-validation labels (scikit-learn's n_init then)
+    val_queries: PositiveInt = 30  # query rows per pseudo-class in a validation task (official: 30)
+    val_tasks: PositiveInt = 200  # fixed pseudo-validation tasks (official: ~1000 fresh ones per evaluation)
+    eval_every: PositiveInt = 50  # steps between pseudo-validations (official: eval_step 50)
+    patience: PositiveInt = 1000  # steps without a better pseudo-validation accuracy before stopping
+    max_steps: PositiveInt = 2000  # step cap (official: 10000 steps, no early stop); the cost budget
+    encoder_hidden: PositiveInt = 1024  # as SeBA's encoder
+    encoder_out: PositiveInt = 256
+    lr: PositiveFloat = 1e-3  # Adam (official)
+    precision: choice("fp32", "bf16", "auto") = "auto"
+    head: choice("protonet", "seba") = "protonet"  # protonet: Euclidean prototypes at every shot (STUNT's) | seba: SeBA's heads
+
 
 VAL_KMEANS_ITERATIONS = 100  # the pseudo-validation labels are computed once: iterate longer (scikit-learn: <= 300)
 
@@ -210,6 +240,8 @@ class STUNT(RepresentationMethod):
     every ``eval_every`` steps; the best step's weights are kept."""
 
     name = "stunt"
+    paper_name = "STUNT"  # its row in data/reference/paper_results.csv (None: the paper has none)
+    Config = StuntConfig
 
     def fit(self, x_train, x_val, groups):
         cfg = self.cfg

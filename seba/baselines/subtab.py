@@ -12,6 +12,30 @@ from seba.baselines.base import RepresentationMethod, train_with_early_stopping
 from seba.errors import ConfigError, TrainingDiverged
 from seba.model import Encoder
 from seba.runtime import derive_seed, resolve_precision
+from seba.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
+
+
+# Its settings: the `baselines.subtab` section of params.yaml, the defaults written here once
+# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
+@section
+class SubtabConfig:
+    n_subsets: PositiveInt = 4  # SubTab's official config default
+    overlap: Fraction = 0.75  # share of a subset's width taken from its neighbour (SubTab default)
+    noise: choice("swap", "gaussian", "zero", "none") = "swap"  # noise added to each subset (SubTab default: swap_noise)
+    masking_ratio: Fraction = 0.3  # share of a subset's columns that get noise (SubTab default)
+    noise_level: Float = 0.1  # std of the Gaussian noise (SubTab default; used only by noise: gaussian)
+    temperature: PositiveFloat = 0.1  # NT-Xent temperature tau (SubTab default)
+    contrastive_weight: Float = 1.0  # SubTab adds the losses with weight 1; 0 disables
+    distance_weight: Float = 1.0
+    encoder_hidden: PositiveInt = 1024  # as SeBA's encoder
+    encoder_out: PositiveInt = 256
+    lr: PositiveFloat = 1e-3  # SubTab default
+    batch_size: PositiveInt = 32  # SubTab default
+    max_epochs: PositiveInt = 1000  # cap; early stopping usually ends earlier
+    max_steps: PositiveInt = 2000  # cap on optimiser steps (cost budget; SubTab's code: 15 epochs)
+    patience: PositiveInt = 20  # SeBA's early-stopping rule, shorter patience for the cost budget
+    min_delta: Float = 0.001
+    precision: choice("fp32", "bf16", "auto") = "auto"
 
 
 def subtab_subsets(groups: np.ndarray, n_subsets: int, overlap: float) -> np.ndarray:
@@ -83,6 +107,8 @@ class SubTab(RepresentationMethod):
     At evaluation a row's embedding is the mean of its subsets' embeddings (no noise)."""
 
     name = "subtab"
+    paper_name = "SubTab"  # its row in data/reference/paper_results.csv (None: the paper has none)
+    Config = SubtabConfig
 
     def fit(self, x_train, x_val, groups):
         cfg = self.cfg

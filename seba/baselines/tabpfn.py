@@ -20,6 +20,28 @@ from seba.baselines.base import Method
 from seba.data import sha256_file
 from seba.errors import ConfigError, DataError
 from seba.runtime import derive_seed, repo_root, select_device
+from seba.schema import Bool, PositiveFloat, PositiveInt, Str, choice, section
+
+
+# Its settings: the `baselines.tabpfn` section of params.yaml, the defaults written here once
+# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
+@section
+class TabpfnConfig:
+    # The pretrained weights are in no wheel and are not downloaded here: a local checkpoint file (or a
+    # folder holding one classifier checkpoint), relative to the repository root; None: the folder named
+    # by TABPFN_MODEL_CACHE_DIR (the tabpfn package's own variable). See docs/baselines.md#tabpfn.
+    model_path: Str | None = None
+    n_estimators: PositiveInt = 8  # TabPFN's default ensemble size (tabpfn >= 2.1; 2.0.x: 4)
+    softmax_temperature: PositiveFloat = 0.9  # TabPFN v2's default
+    average_before_softmax: Bool = False  # TabPFN's default: average the members' probabilities
+    balance_probabilities: Bool = False  # TabPFN's default (a support set is balanced anyway)
+    inference_precision: choice("auto", "autocast", "fp32", "fp64") = "auto"  # TabPFN's default (autocast where fast)
+    max_features: PositiveInt = 500  # TabPFN v2's pretraining limit on feature columns (v2.5 and later: 2000)
+    too_many_features: choice("error", "subsample", "ignore_limits") = "error"  # above max_features: refuse
+    # (TabPFN's own behaviour) | a random max_features columns per episode | every column, with TabPFN's
+    # ignore_pretraining_limits
+    device: choice("stage", "cpu", "cuda") = "stage"  # stage: the baseline stage's device (pretrain.device)
+
 
 MAX_CLASSES = 10  # TabPFN's output head has 10 classes (every released checkpoint); not configurable
 CACHE_VARIABLE = "TABPFN_MODEL_CACHE_DIR"  # the tabpfn package's own setting for its checkpoint folder
@@ -100,6 +122,8 @@ class TabPFN(Method):
     features every method gets). Its ensemble is seeded per seed, shot and episode."""
 
     name = "tabpfn"
+    paper_name = "TabPFN"  # its row in data/reference/paper_results.csv (None: the paper has none)
+    Config = TabpfnConfig
 
     @classmethod
     def check(cls, cfg, table, dataset):

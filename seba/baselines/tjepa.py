@@ -14,6 +14,59 @@ from seba.baselines import register
 from seba.baselines.base import RepresentationMethod, train_with_early_stopping
 from seba.errors import ConfigError, TrainingDiverged
 from seba.runtime import derive_seed, resolve_precision
+from seba.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
+
+
+# Its settings: the `baselines.tjepa` section of params.yaml, the defaults written here once
+# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
+@section
+class TjepaConfig:
+    # Sources: the official code's scripts/launch_tjepa.sh (the run configuration it publishes) where
+    # it sets a value, src/configs.py's defaults where it does not. Cut for the cost budget
+    # (docs/baselines.md): layers, pred_layers, batch_size, max_steps and dropout; the launch
+    # script's values take 30-45 min per small table on this CPU, a day or more per wide one,
+    # and over 19 GB of memory on dna.
+    dim: PositiveInt = 64  # token width (launch: model_dim_hidden 64; configs.py: 64)
+    layers: PositiveInt = 4  # encoder transformer layers (configs.py: 4; launch: 16; cost budget)
+    heads: PositiveInt = 2  # (launch: 2; configs.py: 8)
+    dim_feedforward: PositiveInt = 64  # (launch: 64; configs.py: 256)
+    dropout: Float = 0.0  # encoder dropout (launch: 0.0019, its sweep's range [0, 0.01]; > 0 is 3x slower here)
+    reg_tokens: PositiveInt = 1  # [REG] regularisation tokens (launch: n_cls_tokens 1)
+    pred_dim: PositiveInt = 16  # predictor width (launch: pred_embed_dim 16; configs.py: 64)
+    pred_layers: PositiveInt = 2  # (configs.py: 2; launch: 16; cost budget)
+    pred_heads: PositiveInt = 4  # (launch and configs.py: 4)
+    pred_dim_feedforward: PositiveInt = 256  # (configs.py; launch does not set it)
+    pred_dropout: Float = 0.0  # (launch: 0.0019, sweep range [0, 0.01]; configs.py: 0.1)
+    min_context_share: Fraction = 0.13628349247854785  # context: a share of the features (launch; configs.py: 0.2)
+    max_context_share: Fraction = 0.36819012681604135  # (launch; configs.py: 0.4)
+    min_target_share: Fraction = 0.1556321308543076  # each target: a share of the features (launch; configs.py: 0.2)
+    max_target_share: Fraction = 0.6222278244105446  # (launch; configs.py: 0.4)
+    targets: PositiveInt = 4  # target sets per context (launch and configs.py: mask_num_preds 4)
+    ema_start: Fraction = 0.996  # target-encoder momentum, linear ramp to ema_end over the planned steps
+    ema_end: Fraction = 1.0  # (launch and configs.py)
+    grad_clip: Float = 1.0  # element-wise clamp of the context encoder's gradients (configs.py; 0: off)
+    lr: PositiveFloat = 0.0003658682841082736  # Adam, constant (launch: the peak of warm-up + cosine, AdamW, decay 0)
+    batch_size: PositiveInt = 32  # (launch: 512; configs.py: 64; cost budget)
+    max_epochs: PositiveInt = 300  # (launch: 300; configs.py: 100)
+    max_steps: PositiveInt = 500  # optimiser-step cap, whole epochs (cost budget; launch's 300 epochs: 600-2700 steps here, income 21600)
+    patience: PositiveInt = 20  # SeBA's early-stopping rule on a fixed-mask validation loss (launch: 100, train loss)
+    min_delta: Float = 0.001
+    precision: choice("fp32", "bf16", "auto") = "auto"
+
+    def __post_init__(self):
+        if self.dim % self.heads or self.pred_dim % self.pred_heads or self.dim % 2 or self.pred_dim % 2:
+            raise ConfigError("baselines.tjepa: dim and pred_dim must be even and divisible by heads and "
+                              f"pred_heads, got {self.dim}/{self.heads} and {self.pred_dim}/{self.pred_heads}")
+        if self.min_context_share > self.max_context_share or self.min_target_share > self.max_target_share:
+            raise ConfigError("baselines.tjepa: need min_context_share <= max_context_share and "
+                              "min_target_share <= max_target_share")
+        if self.min_context_share + self.min_target_share >= 1:
+            raise ConfigError("baselines.tjepa: min_context_share + min_target_share must be < 1 (the context "
+                              "and a target are disjoint)")
+        if self.ema_start > self.ema_end:
+            raise ConfigError("baselines.tjepa: need ema_start <= ema_end")
+        if not 0 <= self.dropout < 1 or not 0 <= self.pred_dropout < 1 or self.grad_clip < 0:
+            raise ConfigError("baselines.tjepa: need 0 <= dropout, pred_dropout < 1 and grad_clip >= 0")
 
 
 def sinusoid(n_positions: int, dim: int, base: float) -> torch.Tensor:
@@ -207,6 +260,8 @@ class TJEPA(RepresentationMethod):
     the whole row, flattened (as the official linear probe reads it), scored with SeBA's heads."""
 
     name = "tjepa"
+    paper_name = "T-JEPA"  # its row in data/reference/paper_results.csv (None: the paper has none)
+    Config = TjepaConfig
 
     def fit(self, x_train, x_val, groups):
         cfg = self.cfg

@@ -9,6 +9,24 @@ from seba.baselines.base import RepresentationMethod, train_with_early_stopping
 from seba.errors import TrainingDiverged
 from seba.model import Encoder
 from seba.runtime import derive_seed, resolve_precision
+from seba.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
+
+
+# Its settings: the `baselines.vime` section of params.yaml, the defaults written here once
+# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
+@section
+class VimeConfig:
+    p_m: Fraction = 0.3  # corruption probability (VIME's official code default)
+    alpha: PositiveFloat = 2.0  # weight of the reconstruction loss (VIME's official code default)
+    encoder_hidden: PositiveInt = 1024  # as SeBA's encoder
+    encoder_out: PositiveInt = 256
+    lr: PositiveFloat = 1e-3
+    batch_size: PositiveInt = 128  # VIME's official code default
+    max_epochs: PositiveInt = 1000  # cap; early stopping usually ends earlier
+    max_steps: PositiveInt = 3000  # cap on optimiser steps (cost budget; VIME's code: 10 epochs)
+    patience: PositiveInt = 20  # SeBA's early-stopping rule, shorter patience for the cost budget
+    min_delta: Float = 0.001
+    precision: choice("fp32", "bf16", "auto") = "auto"
 
 
 def vime_corrupt(x: torch.Tensor, groups: torch.Tensor, n_groups: int, p_m: float,
@@ -38,6 +56,8 @@ class VIME(RepresentationMethod):
     loss. Encoder as SeBA's (same sizes); the heads are dropped after pretraining."""
 
     name = "vime"
+    paper_name = "VIME"  # its row in data/reference/paper_results.csv (None: the paper has none)
+    Config = VimeConfig
 
     def fit(self, x_train, x_val, groups):
         cfg = self.cfg
