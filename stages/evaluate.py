@@ -20,8 +20,7 @@ from seba.tracking import Tracker
 
 def main() -> None:
     args = parse_args(__doc__, dataset=str)
-    params = load_params()
-    root = repo_root()
+    params, root = load_params(), repo_root()
     executor = executor_for(params.executor, params.pretrain.device)  # ray: connected (or a ConfigError) first
     device = stage_device(params.pretrain.device, executor)  # ray: the tasks pick theirs
     configure_threads(params.pretrain.threads)

@@ -21,9 +21,7 @@ def main() -> None:
     params = load_params()
     if args.dataset not in params.sources:
         raise SystemExit(f"error: dataset '{args.dataset}' has no entry in params.yaml 'sources'")
-    source = params.sources[args.dataset]
-    root = repo_root()
-    start = time.perf_counter()
+    source, root, start = params.sources[args.dataset], repo_root(), time.perf_counter()
     frame, info = fetch_table(args.dataset, source.openml_id, params.fetch.source, root, params.fetch.retries,
                               local=source if source.is_local else None)
     with atomic_path(paths.raw_table(root, args.dataset)) as tmp:
@@ -33,8 +31,7 @@ def main() -> None:
         f"({time.perf_counter() - start:.1f}s)")
     tracked = {"openml_id": source.openml_id, "path": source.path, "fetch.source": params.fetch.source,
                "source_used": info["source"]}
-    with Tracker("fetch", f"fetch {args.dataset}", params=tracked, tags={"dataset": args.dataset},
-                 root=root) as tracker:
+    with Tracker("fetch", f"fetch {args.dataset}", params=tracked, tags={"dataset": args.dataset}, root=root) as tracker:
         tracker.log_metrics({k: info[k] for k in ("rows", "features", "categorical_features",
                                                   "numeric_features", "classes", "missing_cells")})
 

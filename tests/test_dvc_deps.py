@@ -210,3 +210,10 @@ def test_the_checker_sees_hidden_and_missing_imports(tmp_path, monkeypatch):
     assert found == {"seba/sub/__init__.py", "seba/sub/b.py"}
     assert hidden == ["seba/a.py:5 imports seba, seba.c inside a function"]
     assert closure({"seba/a.py"}) == {"seba/a.py", "seba/sub/__init__.py", "seba/sub/b.py", "seba/sub/d.py"}
+
+
+def test_stage_scripts_are_thin():
+    """A stage script parses its arguments, reads params.yaml and calls the library (<= 40 lines):
+    what a stage does is in `seba`, where the tests and the dependency check see it."""
+    long = {p.name: n for p in (ROOT / "stages").glob("*.py") if (n := len(p.read_text().splitlines())) > 40}
+    assert not long, f"stage scripts over 40 lines: {long}"

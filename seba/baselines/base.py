@@ -6,6 +6,7 @@ early-stopping training loop, ``load_method``, which imports one method's module
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import time
 
@@ -15,7 +16,8 @@ import torch
 
 from seba.baselines import METHODS
 from seba.config import BaselinesConfig, baseline_names
-from seba.data import EncodedTable, scale
+from seba import paths
+from seba.data import EncodedTable, check_shots, load_split, scale
 from seba.episodes import sample_episodes
 from seba.errors import ConfigError, TrainingDiverged
 from seba.evaluate import episode_scores, head_scores, summarise, support_hash
@@ -171,6 +173,22 @@ def score_chunk(cls: type[Method], cfg, table: EncodedTable, splits: list[tuple[
     """``score_seed`` for the seeds of one Ray task (seba.executor), on its node's device."""
     device = select_device(device_setting)
     return [score_seed(cls, cfg, table, split, seed, evaluate_cfg, dataset, device) for seed, split in splits]
+
+
+def stage_inputs(params, dataset: str, root) -> tuple[EncodedTable, dict]:
+    """The `baseline` stage's inputs: the dataset's encoded table and every seed's split, each
+    seed's test part checked to serve the largest shot (a DataError naming the seed otherwise)."""
+    table = EncodedTable.load(paths.processed(root, dataset))
+    splits = {seed: load_split(paths.splits(root, dataset), seed) for seed in params.seeds}
+    for seed, split in splits.items():
+        check_shots(table.y[split.test], table.classes, params.evaluate.shots, dataset, seed)
+    return table, splits
+
+
+def tracked_params(params, name: str, dataset: str, cfg) -> dict:
+    """What the `baseline` stage records in MLflow: the run's protocol and the method's settings."""
+    return {"method": name, "dataset": dataset, "seeds": list(params.seeds), "shots": list(params.evaluate.shots),
+            "episodes": params.evaluate.episodes, name: dataclasses.asdict(cfg), "executor": params.executor.kind}
 
 
 def evaluate_baseline(cls: type[Method], cfg, table: EncodedTable, splits: dict, evaluate_cfg, dataset: str,
