@@ -408,6 +408,9 @@ class ExecutorConfig:
     gpus_per_task: Annotated[float | None, BeforeValidator(_gpus)] = None
     tasks: _count("as many as the cluster runs at once") = 0  # ray: tasks a stage's seeds are split into
     local_cpus: _count("all cores") = 0  # ray without a cluster: CPUs of the local instance
+    # ray: times Ray reruns a task whose worker process or node died (a lost spot node, an OOM kill);
+    # a task that raised is never rerun (its error is the stage's). A rerun gives the same result.
+    retries: _count("none") = 0
 
 
 @section

@@ -163,11 +163,12 @@ class RayExecutor:
         in the pieces' order. At most twice as many tasks as the cluster runs at once are
         submitted ahead (after ``plan``; the pieces are made as they are submitted, so a stage
         never holds every seed's inputs at once). A task that raises one of the named errors fails
-        the stage with it; any other failure (an exception, a lost worker or node) becomes an
-        ExecutorError naming the piece. Tasks not yet finished are cancelled when one fails or
-        the caller stops early."""
+        the stage with it; any other failure (an exception, a lost worker or node once
+        ``executor.retries`` reruns are spent) becomes an ExecutorError naming the piece. Tasks
+        not yet finished are cancelled when one fails or the caller stops early."""
         ray = self.ray
-        remote = ray.remote(_run_piece).options(num_cpus=self.cfg.cpus_per_task, num_gpus=gpus, max_retries=0)
+        remote = ray.remote(_run_piece).options(num_cpus=self.cfg.cpus_per_task, num_gpus=gpus,
+                                                max_retries=self.cfg.retries, retry_exceptions=False)
         pieces = iter(pieces)
         refs: deque = deque()
 

@@ -41,6 +41,7 @@ def test_chunks_are_consecutive_and_balanced():
     ({"gpus_per_task": 0}, "'executor.gpus_per_task' must be null (automatic) or a number of GPUs > 0, got 0"),
     ({"cpus_per_task": 0}, "'executor.cpus_per_task' must be > 0"),
     ({"tasks": -1}, "'executor.tasks' must be an integer >= 0"),
+    ({"retries": -1}, "'executor.retries' must be an integer >= 0 (0 = none)"),
     ({"adress": "x"}, "unknown key 'executor.adress' (did you mean 'address'?)"),
 ])
 def test_bad_executor_params_name_the_key(root, edit, message):
@@ -193,6 +194,39 @@ def test_a_failing_task_is_the_stages_named_error(cluster, kind, error, message)
         for result, _ in run.map(fails_with, [(kind, x) for x in range(3)], [f"[piece {x}]" for x in range(3)]):
             got.append(result)
     assert got == [0]  # the pieces before the failure arrived; nothing after it
+
+
+def dies_once(marker: str, x: int) -> int:
+    """Piece 1's worker process dies the first time it runs (a lost node, an OOM kill)."""
+    if x == 1 and not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(9)
+    return x * 10
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_a_lost_task_is_rerun_only_when_retries_allow(cluster, tmp_path, retries):
+    run, marker = executor(retries=retries), str(tmp_path / f"died-{retries}")
+    pieces, labels = [(marker, x) for x in range(3)], [f"[piece {x}]" for x in range(3)]
+    if retries:
+        assert [result for result, _ in run.map(dies_once, pieces, labels)] == [0, 10, 20]
+    else:
+        with pytest.raises(ExecutorError, match=r"^\[piece 1\]: its Ray task did not finish \("):
+            list(run.map(dies_once, pieces, labels))
+    assert os.path.exists(marker)  # piece 1 did die once
+
+
+def test_a_task_that_raises_is_never_rerun(cluster, tmp_path):
+    calls = tmp_path / "calls"
+
+    def count_and_fail(x):
+        with open(calls, "a") as out:
+            out.write("x")
+        return x // 0
+
+    with pytest.raises(ExecutorError, match="ZeroDivisionError"):
+        list(executor(retries=2).map(count_and_fail, [(1,)], ["[piece 1]"]))
+    assert calls.read_text() == "x"
 
 
 def test_plans_that_no_node_can_run_are_refused_before_any_task(cluster):
