@@ -15,7 +15,9 @@ on (``base.load_method`` imports it alone): editing one method reruns only that 
 ``seba-validate`` (the `validate` stage, ahead of every other) checks every method's section
 before any work; the other stages neither read the sections nor import method code.
 
-Add a method: its module and its section in params.yaml; see docs/adding-a-method.md.
+Add a method: its module and its section in params.yaml, which repeats the params class's
+defaults as the values to edit (tests/test_config.py checks they agree); see
+docs/adding-a-method.md.
 """
 
 from seba.errors import ConfigError

@@ -11,8 +11,6 @@ from seba.runtime import derive_seed
 from seba.schema import PositiveFloat, PositiveInt, section
 
 
-# Its settings: the `baselines.catboost` section of params.yaml, the defaults written here once
-# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
 @section
 class CatboostConfig:
     iterations: PositiveInt = 200  # boosting rounds per episode (CatBoost's default 1000; cost budget, see README)

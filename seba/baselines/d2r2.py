@@ -17,8 +17,6 @@ from seba.runtime import derive_seed
 from seba.schema import Float, Fraction, Int, PositiveFloat, PositiveInt, section
 
 
-# Its settings: the `baselines.d2r2` section of params.yaml, the defaults written here once
-# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
 @section
 class D2r2Config:
     # Sources: the official code (github.com/Anony11131223/D2R2): main.py's flags and

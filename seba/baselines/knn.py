@@ -9,8 +9,6 @@ from seba.baselines.base import Method
 from seba.schema import PositiveInt, section
 
 
-# Its settings: the `baselines.knn` section of params.yaml, the defaults written here once
-# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
 @section
 class KnnConfig:
     k: PositiveInt = 1  # neighbours for 5- and 10-shot (capped at the support size); 1-shot always uses k = 1

@@ -10,8 +10,6 @@ from seba.baselines.base import Method
 from seba.schema import PositiveFloat, PositiveInt, section
 
 
-# Its settings: the `baselines.logreg` section of params.yaml, the defaults written here once
-# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
 @section
 class LogregConfig:
     C: PositiveFloat = 1.0  # inverse L2 strength (scikit-learn's default)

@@ -21,8 +21,6 @@ from seba.runtime import derive_seed, resolve_precision
 from seba.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
 
 
-# Its settings: the `baselines.meanteacher` section of params.yaml, the defaults written here once
-# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
 @section
 class MeanteacherConfig:
     hidden: PositiveInt = 128  # one hidden ReLU layer per episode's MLP (student and teacher)

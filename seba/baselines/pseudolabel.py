@@ -27,8 +27,6 @@ from seba.runtime import derive_seed, resolve_precision
 from seba.schema import Float, PositiveFloat, PositiveInt, choice, section
 
 
-# Its settings: the `baselines.pseudolabel` section of params.yaml, the defaults written here once
-# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
 @section
 class PseudolabelConfig:
     hidden: PositiveInt = 128  # one hidden ReLU layer per episode's MLP (our cost/accuracy measurement)

@@ -31,8 +31,6 @@ from seba.runtime import derive_seed, resolve_precision
 from seba.schema import Bool, Float, Fraction, PositiveFloat, PositiveInt, choice, section
 
 
-# Its settings: the `baselines.saint` section of params.yaml, the defaults written here once
-# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
 @section
 class SaintConfig:
     # Defaults: somepago/saint train_robust.py / pretraining.py (docs/baselines.md#saint). With

@@ -11,8 +11,6 @@ from seba.runtime import derive_seed, resolve_precision
 from seba.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
 
 
-# Its settings: the `baselines.scarf` section of params.yaml, the defaults written here once
-# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
 @section
 class ScarfConfig:
     corruption_rate: Fraction = 0.6  # SCARF paper's default

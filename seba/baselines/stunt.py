@@ -17,8 +17,6 @@ from seba.runtime import derive_seed, resolve_precision
 from seba.schema import Fraction, PositiveFloat, PositiveInt, choice, section
 
 
-# Its settings: the `baselines.stunt` section of params.yaml, the defaults written here once
-# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
 @section
 class StuntConfig:
     ways: PositiveInt = 10  # k-means clusters = classes per self-generated task (official code: num_ways 10)

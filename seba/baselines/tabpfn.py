@@ -23,8 +23,6 @@ from seba.runtime import derive_seed, repo_root, select_device
 from seba.schema import Bool, PositiveFloat, PositiveInt, Str, choice, section
 
 
-# Its settings: the `baselines.tabpfn` section of params.yaml, the defaults written here once
-# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
 @section
 class TabpfnConfig:
     # The pretrained weights are in no wheel and are not downloaded here: a local checkpoint file (or a

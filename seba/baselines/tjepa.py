@@ -17,8 +17,6 @@ from seba.runtime import derive_seed, resolve_precision
 from seba.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
 
 
-# Its settings: the `baselines.tjepa` section of params.yaml, the defaults written here once
-# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
 @section
 class TjepaConfig:
     # Sources: the official code's scripts/launch_tjepa.sh (the run configuration it publishes) where

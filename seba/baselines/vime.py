@@ -12,8 +12,6 @@ from seba.runtime import derive_seed, resolve_precision
 from seba.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
 
 
-# Its settings: the `baselines.vime` section of params.yaml, the defaults written here once
-# (params.yaml repeats them as the values to edit; tests/test_config.py checks they agree).
 @section
 class VimeConfig:
     p_m: Fraction = 0.3  # corruption probability (VIME's official code default)
