@@ -821,7 +821,9 @@ def write(c: Collected, root: Path) -> Path:
         name = f"{a.name}.png"
         figure(c, a, folder / name)
         figures[a.name] = f"ablations/{name}"
-    for frame, name in ((c.table, "ablations.csv"), (c.effects, "effects.csv"), (c.best, "best_counts.csv")):
+    scores = c.scores.sort_values(["slug", "dataset", "shot", "seed"], kind="stable")
+    for frame, name in ((c.table, "ablations.csv"), (c.effects, "effects.csv"), (c.best, "best_counts.csv"),
+                        (scores, "seed_scores.csv")):
         with atomic_path(folder / name) as tmp:
             frame.to_csv(tmp, index=False)
     with atomic_path(folder / "experiments.yaml") as tmp:

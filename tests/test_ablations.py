@@ -298,6 +298,11 @@ def test_the_report_files(collected, tmp_path):
     assert names[0] == "abl-default" and "abl-renamed" in names
     assert record["experiments"][0]["params"]["seeds"] == [0, 1, 2]
     assert pd.read_csv(folder / "effects.csv").shape[0] == sum(len(a.variants[1:]) * len(a.shots) for a in ab.ABLATIONS)
+    seeds = pd.read_csv(folder / "seed_scores.csv")  # every seed's accuracy, from which the rest is derived
+    assert list(seeds.columns) == ["slug", "dataset", "shot", "seed", "accuracy"]
+    got = seeds.set_index(["slug", "dataset", "shot", "seed"])["accuracy"]
+    assert got[("prep-marginal", "dna", 5, 2)] == pytest.approx(accuracy("prep-marginal", "dna", 2, 5))
+    assert len(seeds) == 2 * 3 * (3 + 1 + 1 + 1)  # tables x seeds x (default's three shots + 3 variants at 5)
 
 
 # ----------------------------------------------------------------------------- end to end
