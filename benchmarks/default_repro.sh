@@ -9,8 +9,9 @@
 # Each revision (a commit of this repository) runs in its own clone under a temporary folder, one
 # after the other, with `pip install -e ".[test]"` as the README says. Prints, per revision: the
 # wall seconds of `dvc repro` (not the install), the number of stage instances run, the sum of
-# their stage bodies (benchmarks/stage_times.py, from MLflow; the rest is DVC's and Python's
-# start-up), the three no-op times, and the ratio of each wall time to the first revision's.
+# their stage bodies (this tree's benchmarks/stage_times.py, from MLflow, also written as the clone's
+# stage_times.csv; the rest is DVC's and Python's start-up), the three no-op times, and the ratio of
+# each wall time to the first revision's.
 # The clones stay (their logs, stage_times.csv and reports/) for inspection; the last line names
 # the folder. Run it with nothing else on the machine: the figures are wall times.
 set -uo pipefail
@@ -46,7 +47,7 @@ PY
     s=$(now); dvc repro > "noop-$i.log" 2>&1; e=$(now)
     noops="$noops $(printf '%.2f' "$(echo "$e - $s" | bc)")"
   done
-  python benchmarks/stage_times.py > stage_times.txt 2>&1
+  python "$root/benchmarks/stage_times.py" --csv stage_times.csv > stage_times.txt 2>&1  # this tree's script
   bodies=$(grep "total (stage bodies)" stage_times.txt | awk '{print $(NF-1)}')
   deactivate
   [ -z "$first" ] && first=$wall

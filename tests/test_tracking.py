@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 from seba.tracking import PENDING_DIR, Tracker, flush
@@ -129,3 +130,29 @@ def test_dvc_root_names_the_store_of_a_stage_in_a_temporary_copy(tmp_path, monke
     assert tracking_uri(copy) == f"sqlite:///{(workspace / 'mlflow.db').resolve()}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:////elsewhere.db")
     assert tracking_uri(copy) == "sqlite:////elsewhere.db"
+
+
+def test_stage_times_reads_the_records_where_mlflow_is_not(tmp_path, monkeypatch):
+    """benchmarks/stage_times.py --records: a machine without MLflow keeps the records; the stage
+    bodies come from them (the latest finished run of each stage instance, children not counted)."""
+    import seba.tracking as tracking
+
+    clock = iter(range(0, 10**9, 500))  # each reading of the clock is 0.5 s after the last: a run
+    # lasts 0.5 s, plus 1 s per child (its start and its end)
+    monkeypatch.setattr(tracking, "_now_ms", lambda: next(clock))
+    for name, tags, extra in (("pretrain toy r=0.1", {"dataset": "toy", "ratio": "0.1"}, 0),
+                              ("pretrain toy r=0.1", {"dataset": "toy", "ratio": "0.1"}, 2),  # rerun: this one
+                              ("baseline knn toy", {"dataset": "toy", "method": "knn"}, 1)):
+        with Tracker(name.split()[0], name, tags=tags, root=tmp_path) as tracker:
+            for _ in range(extra):
+                tracker.end_child(tracker.child("seed 0"))
+    with pytest.raises(RuntimeError):
+        with Tracker("evaluate", "evaluate toy", tags={"dataset": "toy"}, root=tmp_path):
+            raise RuntimeError("a failed stage is not timed")
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "stage_times.py"
+    out = subprocess.run([sys.executable, str(script), "--records", str(tmp_path / PENDING_DIR),
+                          "--csv", str(tmp_path / "times.csv")], check=True, capture_output=True, text=True,
+                         env={**os.environ, "MLFLOW_TRACKING_URI": "sqlite:////nonexistent/dir/mlflow.db"}).stdout
+    assert (tmp_path / "times.csv").read_text().splitlines() == [
+        "stage,method,dataset,ratio,seconds", "pretrain,,toy,0.1,2.5", "baseline,knn,toy,,1.5"]
+    assert out.splitlines()[-1].split() == ["==", "total", "(stage", "bodies)", "4.0", "s"]
