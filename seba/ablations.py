@@ -2,7 +2,7 @@
 collects them into a report against the paper's numbers (docs/ablations.md).
 
     python -m seba.ablations queue [--ablations ...] [--seeds ...] [--datasets ...] [--run | --start]
-    python -m seba.ablations collect
+    python -m seba.ablations collect [--merge reports/ablations]
 
 ``queue`` stages one ``dvc exp run --queue`` experiment per row of ``EXPERIMENTS`` (the default, the
 paper's SeBA, is one experiment shared by every ablation's default row). Every experiment sets all
@@ -11,7 +11,9 @@ holds, and the collector tells the variants apart by their params, not by their 
 
 ``collect`` reads ``dvc exp show --json`` and each experiment's per-episode results
 (``reports/episodes/<dataset>.csv`` at the experiment's commit) and writes reports/ablations.md and
-reports/ablations/ (CSV tables, one PNG per ablation, the experiments that made them).
+reports/ablations/ (CSV tables, one PNG per ablation, the experiments that made them). With
+``--merge FOLDER`` it adds the tables an earlier collection has and this run lacks, when that
+collection's experiments had this run's params and code (``merge_collected``).
 """
 
 from __future__ import annotations
@@ -381,6 +383,18 @@ class Collected:
     datasets: list[str]
     notes: list[str] = field(default_factory=list)
     ignored: list[Experiment] = field(default_factory=list)
+    merged: list["Group"] = field(default_factory=list)  # earlier collections whose tables the report adds
+
+    def source(self, slug: str, dataset: str) -> Experiment | None:
+        """The experiment whose results a (variant, table) cell shows: a merged collection's for its tables."""
+        return experiment_for(self.chosen, self.merged, slug, dataset)
+
+
+def experiment_for(chosen: dict[str, Experiment], merged: list["Group"], slug: str, dataset: str) -> Experiment | None:
+    for group in merged:
+        if dataset in group.tables:
+            return group.chosen.get(slug)
+    return chosen.get(slug)
 
 
 def choose(experiments: list[Experiment], prefix: str) -> tuple[dict[str, Experiment], list[Experiment], list[str]]:
@@ -433,9 +447,13 @@ def check_comparable(chosen: dict[str, Experiment]) -> list[str]:
 
 
 def collect(show: list, read_episodes: Callable[[Experiment, str], pd.DataFrame], paper: pd.DataFrame,
-            prefix: str = PREFIX, read_log: Callable[[str], str | None] | None = None) -> Collected:
+            prefix: str = PREFIX, read_log: Callable[[str], str | None] | None = None,
+            merge: Iterable[tuple[pd.DataFrame, list["Group"]]] = (),
+            code_diff: Callable[[str, str], list[str] | None] | None = None,
+            allow_code_change: bool = False) -> Collected:
     """Everything the report shows, from `dvc exp show --json` (parsed), a reader of an experiment's
-    episodes of one dataset, and the paper's numbers (data/reference/paper_ablations.csv)."""
+    episodes of one dataset, and the paper's numbers (data/reference/paper_ablations.csv). ``merge``:
+    earlier collections (`read_collected`) whose other tables the report adds (`merge_collected`)."""
     experiments = read_show(show)
     chosen, ignored, notes = choose(experiments, prefix)
     notes += check_comparable(chosen)
@@ -472,11 +490,21 @@ def collect(show: list, read_episodes: Callable[[Experiment, str], pd.DataFrame]
               else pd.DataFrame(columns=["shot", "seed", "accuracy", "slug", "dataset"]))
     scores = scores[["slug", "dataset", "shot", "seed", "accuracy"]]
 
+    merged: list[Group] = []
+    for earlier_scores, groups in merge:
+        scores, used, merge_notes = merge_collected(Group("experiments", chosen, datasets), scores, earlier_scores,
+                                                    groups, [t for g in merged for t in g.tables],
+                                                    code_diff, allow_code_change)
+        merged += used
+        notes += merge_notes
+    if merged:
+        datasets = sorted(set(datasets) | {t for g in merged for t in g.tables})
+
     notes += same_as_default(scores, chosen)
-    table = _table(chosen, scores, paper, datasets)
+    table = _table(chosen, scores, paper, datasets, merged)
     effects = _effects(scores, paper, datasets)
     best = _best(table)
-    return Collected(chosen, scores, table, effects, best, datasets, notes, ignored)
+    return Collected(chosen, scores, table, effects, best, datasets, notes, ignored, merged)
 
 
 def same_as_default(scores: pd.DataFrame, chosen: dict[str, Experiment]) -> list[str]:
@@ -502,13 +530,14 @@ def _status(exp: Experiment | None, has: bool) -> str:
     return "ok" if has else f"no result ({exp.name})"
 
 
-def _table(chosen: dict[str, Experiment], scores: pd.DataFrame, paper: pd.DataFrame, datasets: list[str]) -> pd.DataFrame:
+def _table(chosen: dict[str, Experiment], scores: pd.DataFrame, paper: pd.DataFrame, datasets: list[str],
+           merged: list[Group] = ()) -> pd.DataFrame:
     rows = []
     for a in ABLATIONS:
         for shot in a.shots:
             for variant, slug in a.variants:
-                exp = chosen.get(slug)
                 for dataset in datasets:
+                    exp = experiment_for(chosen, list(merged), slug, dataset)
                     part = scores[(scores["slug"] == slug) & (scores["dataset"] == dataset) & (scores["shot"] == shot)]
                     acc = part["accuracy"].to_numpy(dtype=float)
                     ref = paper[(paper["ablation"] == a.name) & (paper["variant"] == variant)
@@ -625,6 +654,138 @@ def _best(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# ----------------------------------------------------------------------------- merging an earlier collection
+CODE_PATHS = ("seba", "stages", "dvc.yaml")  # what the stages run: results of different code are not merged
+MERGED_AWAY = {"datasets"}                   # the one param a merged collection's experiments may differ in
+SCORE_COLUMNS = ["slug", "dataset", "shot", "seed", "accuracy"]
+
+
+@dataclass
+class Group:
+    """Experiments and the tables of the report their results fill: this checkout's, or those of an
+    earlier collection merged in (`collect --merge`)."""
+    origin: str                        # "experiments" (this checkout's) or the folder merged from
+    chosen: dict[str, Experiment]
+    tables: list[str]
+
+
+def experiments_from_record(entries: list[dict]) -> dict[str, Experiment]:
+    """The experiments of an experiments.yaml record: the default's params as recorded, a variant's
+    the default's with the params it records as differing."""
+    default = next((e for e in entries if e.get("variant") == DEFAULT), None)
+    if default is None or not isinstance(default.get("params"), dict):
+        raise ValueError("no default experiment with its params")
+    base = flatten(default["params"])
+    out = {}
+    for e in entries:
+        params = dict(base)
+        params.update(e.get("params_differing_from_default") or {})
+        slug = e["variant"]
+        if slug not in EXPERIMENTS:
+            raise ValueError(f"unknown variant {slug!r}")
+        out[slug] = Experiment(name=e["name"], rev=e["rev"], baseline=e.get("baseline") or "",
+                               state=e.get("state") or "success", params=params,
+                               raw=e.get("params") or {}, timestamp=str(e.get("timestamp") or ""), slug=slug,
+                               stages_run=e.get("stages_run"))
+    return out
+
+
+def read_collected(folder: Path) -> tuple[pd.DataFrame, list[Group]]:
+    """An earlier collection (a reports/ablations/ folder, or a copy of one): every seed's score and
+    the experiments behind them, with the collections it had merged itself."""
+    files = {name: folder / name for name in ("seed_scores.csv", "experiments.yaml")}
+    for name, path in files.items():
+        if not path.is_file():
+            raise SystemExit(f"collect --merge {folder}: no {name} there (it takes a folder written by "
+                             f"`python -m seba.ablations collect`, such as reports/ablations)")
+    scores = pd.read_csv(files["seed_scores.csv"])
+    if list(scores.columns) != SCORE_COLUMNS:
+        raise SystemExit(f"collect --merge {folder}: seed_scores.csv has columns {list(scores.columns)}, "
+                         f"not {SCORE_COLUMNS}")
+    try:
+        record = yaml.safe_load(files["experiments.yaml"].read_text()) or {}
+        chosen = experiments_from_record(record.get("experiments") or [])
+        groups = [Group(str(folder), chosen, list(record.get("tables") or chosen[DEFAULT].datasets))]
+        for m in record.get("merged") or []:
+            groups.append(Group(str(m.get("from") or folder), experiments_from_record(m["experiments"]),
+                                list(m["tables"])))
+    except (KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
+        raise SystemExit(f"collect --merge {folder}: experiments.yaml cannot be read: {exc}") from None
+    return scores, groups
+
+
+def git_code_diff(root: Path) -> Callable[[str, str], list[str] | None]:
+    """(commit a, commit b) -> the files under CODE_PATHS that differ, or None if git cannot tell."""
+    def diff(a: str, b: str) -> list[str] | None:
+        result = subprocess.run(["git", "diff", "--name-only", a, b, "--", *CODE_PATHS], cwd=root,
+                                capture_output=True, text=True)
+        return result.stdout.split() if result.returncode == 0 else None
+    return diff
+
+
+def _differing(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    return sorted(k for k in set(a) | set(b) if k not in MERGED_AWAY and canonical(a.get(k)) != canonical(b.get(k)))
+
+
+def merge_collected(current: Group, scores: pd.DataFrame, earlier_scores: pd.DataFrame, groups: list[Group],
+                    taken: list[str], code_diff: Callable[[str, str], list[str] | None] | None = None,
+                    allow_code_change: bool = False) -> tuple[pd.DataFrame, list[Group], list[str]]:
+    """Adds an earlier collection's tables that this run (and the collections merged before it,
+    ``taken``) does not have. A table's results always come from one collection, so a variant and
+    its default are paired within one run. Refused, naming why, unless the earlier experiments are
+    this run's in everything but their tables: the default's params and each variant's that both
+    have (seeds, episodes, switches, ...), and the code (CODE_PATHS at their baseline commits, by git;
+    ``allow_code_change`` records a difference as a note instead)."""
+    errors, notes, used = [], [], []
+    here = current.chosen.get(DEFAULT)
+    if here is None or here.state != "success":
+        raise SystemExit("collect --merge: this checkout has no finished default experiment to compare the "
+                         "merged experiments with")
+    taken = list(current.tables) + list(taken)
+    for group in groups:
+        keys = _differing(here.params, group.chosen[DEFAULT].params)
+        if keys:
+            shown = ", ".join(f"{k}: {group.chosen[DEFAULT].params.get(k)!r} (here {here.params.get(k)!r})"
+                              for k in keys[:6])
+            errors.append(f"{group.origin}: its default experiment's params differ from this run's in "
+                          f"{shown}" + (f" and {len(keys) - 6} more" if len(keys) > 6 else ""))
+        for slug, exp in group.chosen.items():
+            mine = current.chosen.get(slug)
+            if slug == DEFAULT or mine is None:
+                continue
+            keys = _differing(mine.params, exp.params)
+            if keys:
+                errors.append(f"{group.origin}: `{exp.name}` differs from this run's `{mine.name}` in "
+                              + ", ".join(keys[:6]))
+        for base in sorted({e.baseline for e in group.chosen.values()} - {e.baseline for e in current.chosen.values()}):
+            for mine in sorted({e.baseline for e in current.chosen.values()}):
+                files = code_diff(base, mine) if code_diff else None
+                if files == []:
+                    continue
+                problem = (f"{group.origin}: the code its experiments ran (commit {base[:10]}) "
+                           + (f"differs from this run's ({mine[:10]}) in {', '.join(files[:8])}"
+                              + (f" and {len(files) - 8} more" if len(files) > 8 else "") if files
+                              else f"cannot be compared with this run's ({mine[:10]}): git does not know both commits"))
+                (notes if allow_code_change else errors).append(problem)
+        tables = [t for t in group.tables if t not in taken]
+        overlap = [t for t in group.tables if t in taken]
+        if overlap:
+            notes.append(f"{', '.join(overlap)}: from this run's experiments, not from {group.origin}")
+        if tables:
+            used.append(Group(group.origin, group.chosen, tables))
+            taken += tables
+    if errors:
+        raise SystemExit("collect --merge: refused, the experiments are not comparable:\n  " + "\n  ".join(errors)
+                         + "\n(--allow-code-change merges across a code change and notes it in the report)")
+    rows = earlier_scores[earlier_scores["dataset"].isin([t for g in used for t in g.tables])]
+    for g in used:
+        notes.append(f"{', '.join(g.tables)}: merged from {g.origin} (experiments of commit(s) "
+                     f"{', '.join(sorted({e.baseline[:10] for e in g.chosen.values()}))}, their params this run's "
+                     f"but for the tables); each table's variants and default come from the same run")
+    merged = pd.concat([scores, rows[SCORE_COLUMNS]], ignore_index=True) if len(rows) else scores
+    return merged, used, notes
+
+
 # ----------------------------------------------------------------------------- writing
 def _f(x: Any, digits: int = 2, signed: bool = False) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
@@ -657,7 +818,9 @@ def markdown(c: Collected, figures: dict[str, str]) -> str:
         f"- seeds: {' '.join(map(str, default.seeds)) if default else ' '.join(map(str, seeds)) or '–'}",
         f"- datasets: {', '.join(c.datasets)}",
         f"- episodes per shot and seed: {default.params.get('evaluate.episodes') if default else '–'}",
-        f"- baseline commit(s): {', '.join(sorted({e.baseline[:10] for e in c.chosen.values()})) or '–'}",
+        f"- baseline commit(s): {', '.join(sorted({e.baseline[:10] for e in c.chosen.values()})) or '–'}"
+        + "".join(f"; {', '.join(g.tables)}: {', '.join(sorted({e.baseline[:10] for e in g.chosen.values()}))} "
+                  f"(merged from `{g.origin}`)" for g in c.merged),
         "",
         "Difference = variant − default of the means over tables, paired over seeds: per seed the mean over "
         "tables of (variant − default), then its mean and standard error (std / √seeds). *Sign*: ours has the "
@@ -724,18 +887,23 @@ def markdown(c: Collected, figures: dict[str, str]) -> str:
     if c.notes:
         lines += ["", "Notes:", ""] + [f"- {n}" for n in c.notes]
 
-    lines += ["", "## Experiments", "",
-              "| experiment | variant | rev | state | seeds | datasets | stages run (pretrain) |", "|---|---|---|---|---|---|---|"]
-    for slug in EXPERIMENTS:
-        e = c.chosen.get(slug)
-        if e is None:
-            continue
-        if e.stages_run is None:
-            ran = "–"
-        else:
-            ran = f"{len(e.stages_run)} ({sum(s.startswith('pretrain@') for s in e.stages_run)})"
-        lines.append(f"| {e.name} | {slug} | {e.rev[:10]} | {e.state} | {' '.join(map(str, e.seeds))} | "
-                     f"{', '.join(e.datasets)} | {ran} |")
+    lines += ["", "## Experiments", ""]
+    groups = [("", c.chosen, None)] + [(g.origin, g.chosen, g.tables) for g in c.merged]
+    for origin, chosen, tables in groups:
+        if origin:
+            lines += ["", f"Merged from `{origin}` (an earlier `collect`), for {', '.join(tables)}:", ""]
+        lines += ["| experiment | variant | rev | state | seeds | datasets | stages run (pretrain) |",
+                  "|---|---|---|---|---|---|---|"]
+        for slug in EXPERIMENTS:
+            e = chosen.get(slug)
+            if e is None:
+                continue
+            if e.stages_run is None:
+                ran = "–"
+            else:
+                ran = f"{len(e.stages_run)} ({sum(s.startswith('pretrain@') for s in e.stages_run)})"
+            lines.append(f"| {e.name} | {slug} | {e.rev[:10]} | {e.state} | {' '.join(map(str, e.seeds))} | "
+                         f"{', '.join(e.datasets)} | {ran} |")
     lines += ["", "Stages run: from the queue's log of the run while DVC keeps it (`–`: no log); a stage "
               "restored from DVC's run cache does not count. Every experiment's params: "
               "`reports/ablations/experiments.yaml`."]
@@ -793,10 +961,21 @@ def figure(c: Collected, a: Ablation, path: Path) -> None:
 def experiments_record(c: Collected) -> dict:
     """The experiments behind the report: name, rev, baseline, state, variant, params that differ
     from the default experiment's (the default: all its params)."""
-    default = c.chosen.get(DEFAULT)
-    out = {"experiments": [], "ignored": [f"{e.name} {e.rev[:10]} ({e.state})" for e in c.ignored]}
+    merged_tables = {t for g in c.merged for t in g.tables}
+    out = {"experiments": _record_entries(c.chosen),
+           "tables": [t for t in c.datasets if t not in merged_tables],
+           "ignored": [f"{e.name} {e.rev[:10]} ({e.state})" for e in c.ignored]}
+    if c.merged:
+        out["merged"] = [{"from": g.origin, "tables": g.tables, "experiments": _record_entries(g.chosen)}
+                         for g in c.merged]
+    return out
+
+
+def _record_entries(chosen: dict[str, Experiment]) -> list[dict]:
+    default = chosen.get(DEFAULT)
+    entries = []
     for slug in EXPERIMENTS:
-        e = c.chosen.get(slug)
+        e = chosen.get(slug)
         if e is None:
             continue
         entry = {"name": e.name, "variant": slug, "label": experiment_label(slug), "rev": e.rev,
@@ -809,8 +988,8 @@ def experiments_record(c: Collected) -> dict:
                 if canonical(e.params.get(k)) != canonical(default.params.get(k))}
         if e.stages_run is not None:
             entry["stages_run"] = e.stages_run
-        out["experiments"].append(entry)
-    return out
+        entries.append(entry)
+    return entries
 
 
 def write(c: Collected, root: Path) -> Path:
@@ -849,7 +1028,9 @@ def collect_command(args: argparse.Namespace) -> int:
         except OSError:
             return None
 
-    c = collect(show, dvc_episodes_reader(root), load_paper(root), args.prefix, read_log)
+    merge = [read_collected(Path(folder)) for folder in args.merge or []]  # before anything is written
+    c = collect(show, dvc_episodes_reader(root), load_paper(root), args.prefix, read_log, merge,
+                git_code_diff(root), args.allow_code_change)
     report = write(c, root)
     missing = c.table[c.table["status"] != "ok"][["ablation", "variant", "status"]].drop_duplicates()
     print(f"{report.relative_to(root)}: {len(c.chosen)} experiments"
@@ -883,6 +1064,12 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--prefix", default=PREFIX)
     c.add_argument("--all-commits", action="store_true",
                    help="read the experiments of every commit (default: those of the current commit)")
+    c.add_argument("--merge", action="append", metavar="FOLDER",
+                   help="add the tables this run lacks from an earlier collection (a folder written by collect, "
+                        "e.g. reports/ablations, read before it is overwritten); refused unless its experiments "
+                        "had this run's params and code but for the tables (repeatable)")
+    c.add_argument("--allow-code-change", action="store_true",
+                   help="with --merge: merge experiments of other code too, and say so in the report")
     args = parser.parse_args(argv)
     if args.command == "queue":
         if args.jobs < 1:

@@ -114,9 +114,9 @@ def show_entry(name, slug, state="success", rev=None, seeds=(0, 1, 2), datasets=
             "executor": executor, "name": name}
 
 
-def show_of(*entries):
+def show_of(*entries, baseline="b" * 40):
     return [{"rev": "workspace", "name": None, "data": {}, "error": None, "experiments": None},
-            {"rev": "b" * 40, "name": "main", "data": {}, "error": None, "experiments": list(entries)}]
+            {"rev": baseline, "name": "main", "data": {}, "error": None, "experiments": list(entries)}]
 
 
 def test_queue_refuses_names_in_use_and_runs_the_queue(monkeypatch, capsys):
@@ -303,6 +303,77 @@ def test_the_report_files(collected, tmp_path):
     got = seeds.set_index(["slug", "dataset", "shot", "seed"])["accuracy"]
     assert got[("prep-marginal", "dna", 5, 2)] == pytest.approx(accuracy("prep-marginal", "dna", 2, 5))
     assert len(seeds) == 2 * 3 * (3 + 1 + 1 + 1)  # tables x seeds x (default's three shots + 3 variants at 5)
+
+
+# ----------------------------------------------------------------------------- merging collections
+def run_of(datasets, seeds=(0, 1, 2), baseline="b" * 40, finetune=False, **extra):
+    entries = [show_entry("abl-default", ab.DEFAULT, seeds=seeds, datasets=datasets, **{"evaluate.shots": [5], **extra}),
+               show_entry("abl-prep-marginal", "prep-marginal", seeds=seeds, datasets=datasets,
+                          **{"evaluate.shots": [5], **extra})]
+    if finetune:
+        entries.append(show_entry("abl-head-finetune", "head-finetune", seeds=seeds, datasets=datasets,
+                                  **{"evaluate.shots": [5], **extra}))
+    for e in entries:  # revs unique per run
+        e["revs"][0]["rev"] = e["revs"][0]["data"]["rev"] = f"{abs(hash((e['name'], baseline, datasets))):040x}"[:40]
+    return show_of(*entries, baseline=baseline)
+
+
+def test_merge_adds_an_earlier_collections_tables(paper, tmp_path, monkeypatch):
+    monkeypatch.setitem(BASE, "karhunen", 60.0)
+    monkeypatch.setitem(EFFECT, "head-finetune", 0.5)
+    same_code = lambda a, b: []  # noqa: E731 (git: no file under seba/, stages/, dvc.yaml differs)
+    first = ab.collect(run_of(("cmc",), baseline="a" * 40, finetune=True), fake_reader, paper)
+    ab.write(first, tmp_path / "one")
+    earlier = ab.read_collected(paths.ablation_reports(tmp_path / "one"))
+    c = ab.collect(run_of(("dna",)), fake_reader, paper, merge=[earlier], code_diff=same_code)
+    assert c.datasets == ["cmc", "dna"] and [g.tables for g in c.merged] == [["cmc"]]
+    row = c.effects.set_index(["ablation", "shot", "variant"]).loc[("norm_imputation", 5, "norm=True,fill=marginal")]
+    per_seed = np.array([-2.0 + JITTER.get(("prep-marginal", s), 0.0) for s in (0, 1, 2)])
+    assert row["n_tables"] == 2 and row["ours_diff"] == pytest.approx(per_seed.mean(), abs=1e-4)
+    cells = c.table.set_index(["ablation", "variant", "dataset", "shot"])
+    assert cells.loc[("norm_imputation", "norm=True,fill=marginal", "cmc", 5), "rev"] == \
+        first.chosen["prep-marginal"].rev[:10]  # each cell names the run it comes from
+    assert cells.loc[("classifier", "fine-tuning", "cmc", 5), "status"] == "ok"
+    assert cells.loc[("classifier", "fine-tuning", "dna", 5), "status"].startswith("missing")
+    assert any("cmc: merged from" in n and "aaaaaaaaaa" in n for n in c.notes)
+    ft = c.effects.set_index(["ablation", "shot", "variant"]).loc[("classifier", 5, "fine-tuning")]
+    assert ft["tables"] == "cmc" and ft["ours_diff"] == pytest.approx(0.5)
+
+    # written, read back and merged again: the nested collection keeps its tables and experiments
+    report = ab.write(c, tmp_path / "two")
+    assert "Merged from" in report.read_text() and "aaaaaaaaaa" in report.read_text()
+    record = yaml.safe_load((paths.ablation_reports(tmp_path / "two") / "experiments.yaml").read_text())
+    assert record["tables"] == ["dna"] and record["merged"][0]["tables"] == ["cmc"]
+    again = ab.read_collected(paths.ablation_reports(tmp_path / "two"))
+    assert [g.tables for g in again[1]] == [["dna"], ["cmc"]]
+    third = ab.collect(run_of(("karhunen", "dna")), fake_reader, paper, merge=[again], code_diff=same_code)
+    assert third.datasets == ["cmc", "dna", "karhunen"] and [g.tables for g in third.merged] == [["cmc"]]
+    assert any("dna: from this run's experiments" in n for n in third.notes)
+    assert set(third.scores[third.scores["dataset"] == "dna"]["slug"]) == {ab.DEFAULT, "prep-marginal"}
+    assert len(third.scores[third.scores["dataset"] == "dna"]) == 2 * 3  # this run's dna only, not also the merged
+
+
+def test_merge_refuses_what_is_not_comparable(paper, tmp_path):
+    first = ab.collect(run_of(("cmc",), baseline="a" * 40), fake_reader, paper)
+    ab.write(first, tmp_path)
+    earlier = ab.read_collected(paths.ablation_reports(tmp_path))
+    with pytest.raises(SystemExit, match="params differ from this run's in seeds"):
+        ab.collect(run_of(("dna",), seeds=(0, 1)), fake_reader, paper, merge=[earlier], code_diff=lambda a, b: [])
+    with pytest.raises(SystemExit, match="evaluate.episodes"):
+        ab.collect(run_of(("dna",), **{"evaluate.episodes": 7}), fake_reader, paper, merge=[earlier],
+                   code_diff=lambda a, b: [])
+    changed = lambda a, b: ["seba/train.py"]  # noqa: E731
+    with pytest.raises(SystemExit, match="differs from this run's .* in seba/train.py"):
+        ab.collect(run_of(("dna",)), fake_reader, paper, merge=[earlier], code_diff=changed)
+    with pytest.raises(SystemExit, match="git does not know both commits"):
+        ab.collect(run_of(("dna",)), fake_reader, paper, merge=[earlier], code_diff=lambda a, b: None)
+    c = ab.collect(run_of(("dna",)), fake_reader, paper, merge=[earlier], code_diff=changed, allow_code_change=True)
+    assert c.datasets == ["cmc", "dna"] and any("seba/train.py" in n for n in c.notes)
+    with pytest.raises(SystemExit, match="no seed_scores.csv"):
+        ab.read_collected(tmp_path / "nowhere")
+    (paths.ablation_reports(tmp_path) / "experiments.yaml").write_text("experiments: [{variant: default}]\n")
+    with pytest.raises(SystemExit, match="experiments.yaml cannot be read"):
+        ab.read_collected(paths.ablation_reports(tmp_path))
 
 
 # ----------------------------------------------------------------------------- end to end
