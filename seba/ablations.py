@@ -690,9 +690,10 @@ def experiments_from_record(entries: list[dict]) -> dict[str, Experiment]:
     return out
 
 
-def read_collected(folder: Path) -> tuple[pd.DataFrame, list[Group]]:
+def read_collected(folder: Path, origin: str | None = None) -> tuple[pd.DataFrame, list[Group]]:
     """An earlier collection (a reports/ablations/ folder, or a copy of one): every seed's score and
-    the experiments behind them, with the collections it had merged itself."""
+    the experiments behind them, with the collections it had merged itself. ``origin``: how the
+    report names the folder (default: as given)."""
     files = {name: folder / name for name in ("seed_scores.csv", "experiments.yaml")}
     for name, path in files.items():
         if not path.is_file():
@@ -705,9 +706,9 @@ def read_collected(folder: Path) -> tuple[pd.DataFrame, list[Group]]:
     try:
         record = yaml.safe_load(files["experiments.yaml"].read_text()) or {}
         chosen = experiments_from_record(record.get("experiments") or [])
-        groups = [Group(str(folder), chosen, list(record.get("tables") or chosen[DEFAULT].datasets))]
+        groups = [Group(origin or str(folder), chosen, list(record.get("tables") or chosen[DEFAULT].datasets))]
         for m in record.get("merged") or []:
-            groups.append(Group(str(m.get("from") or folder), experiments_from_record(m["experiments"]),
+            groups.append(Group(str(m.get("from") or origin or folder), experiments_from_record(m["experiments"]),
                                 list(m["tables"])))
     except (KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
         raise SystemExit(f"collect --merge {folder}: experiments.yaml cannot be read: {exc}") from None
@@ -877,13 +878,14 @@ def markdown(c: Collected, figures: dict[str, str]) -> str:
                 lines.append(f"| {dataset} | " + " | ".join(cells) + " |")
             lines.append("")
 
-    missing = c.table[c.table["status"] != "ok"][["ablation", "variant", "status"]].drop_duplicates()
+    missing = c.table[c.table["status"] != "ok"]
     lines += ["## Missing and failed", ""]
     if missing.empty:
         lines.append("Every variant has a result on every table.")
     else:
-        lines += ["| ablation | variant | status |", "|---|---|---|"]
-        lines += [f"| {r.ablation} | {r.variant} | {r.status} |" for r in missing.itertuples()]
+        lines += ["| ablation | variant | status | tables |", "|---|---|---|---|"]
+        for (ablation, variant, status), part in missing.groupby(["ablation", "variant", "status"], sort=False):
+            lines.append(f"| {ablation} | {variant} | {status} | {', '.join(dict.fromkeys(part['dataset']))} |")
     if c.notes:
         lines += ["", "Notes:", ""] + [f"- {n}" for n in c.notes]
 
@@ -1028,7 +1030,11 @@ def collect_command(args: argparse.Namespace) -> int:
         except OSError:
             return None
 
-    merge = [read_collected(Path(folder)) for folder in args.merge or []]  # before anything is written
+    def named(folder: str) -> str:  # relative to the repository when inside it
+        path = Path(folder).resolve()
+        return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+
+    merge = [read_collected(Path(folder), named(folder)) for folder in args.merge or []]  # before anything is written
     c = collect(show, dvc_episodes_reader(root), load_paper(root), args.prefix, read_log, merge,
                 git_code_diff(root), args.allow_code_change)
     report = write(c, root)

@@ -342,6 +342,7 @@ def test_merge_adds_an_earlier_collections_tables(paper, tmp_path, monkeypatch):
     # written, read back and merged again: the nested collection keeps its tables and experiments
     report = ab.write(c, tmp_path / "two")
     assert "Merged from" in report.read_text() and "aaaaaaaaaa" in report.read_text()
+    assert "| classifier | fine-tuning | missing (not queued or removed) | dna |" in report.read_text()
     record = yaml.safe_load((paths.ablation_reports(tmp_path / "two") / "experiments.yaml").read_text())
     assert record["tables"] == ["dna"] and record["merged"][0]["tables"] == ["cmc"]
     again = ab.read_collected(paths.ablation_reports(tmp_path / "two"))
