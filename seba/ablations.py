@@ -385,12 +385,9 @@ class Collected:
     ignored: list[Experiment] = field(default_factory=list)
     merged: list["Group"] = field(default_factory=list)  # earlier collections whose tables the report adds
 
-    def source(self, slug: str, dataset: str) -> Experiment | None:
-        """The experiment whose results a (variant, table) cell shows: a merged collection's for its tables."""
-        return experiment_for(self.chosen, self.merged, slug, dataset)
 
-
-def experiment_for(chosen: dict[str, Experiment], merged: list["Group"], slug: str, dataset: str) -> Experiment | None:
+def experiment_for(chosen: dict[str, Experiment], merged: Iterable["Group"], slug: str, dataset: str) -> Experiment | None:
+    """The experiment whose results a (variant, table) cell shows: a merged collection's for its tables."""
     for group in merged:
         if dataset in group.tables:
             return group.chosen.get(slug)
@@ -537,7 +534,7 @@ def _table(chosen: dict[str, Experiment], scores: pd.DataFrame, paper: pd.DataFr
         for shot in a.shots:
             for variant, slug in a.variants:
                 for dataset in datasets:
-                    exp = experiment_for(chosen, list(merged), slug, dataset)
+                    exp = experiment_for(chosen, merged, slug, dataset)
                     part = scores[(scores["slug"] == slug) & (scores["dataset"] == dataset) & (scores["shot"] == shot)]
                     acc = part["accuracy"].to_numpy(dtype=float)
                     ref = paper[(paper["ablation"] == a.name) & (paper["variant"] == variant)
