@@ -485,7 +485,7 @@ def collect(show: list, read_episodes: Callable[[Experiment, str], pd.DataFrame]
             frames.append(acc.assign(slug=slug, dataset=dataset))
     scores = (pd.concat(frames, ignore_index=True) if frames
               else pd.DataFrame(columns=["shot", "seed", "accuracy", "slug", "dataset"]))
-    scores = scores[["slug", "dataset", "shot", "seed", "accuracy"]]
+    scores = scores[SCORE_COLUMNS]
 
     merged: list[Group] = []
     for earlier_scores, groups in merge:
@@ -528,7 +528,7 @@ def _status(exp: Experiment | None, has: bool) -> str:
 
 
 def _table(chosen: dict[str, Experiment], scores: pd.DataFrame, paper: pd.DataFrame, datasets: list[str],
-           merged: list[Group] = ()) -> pd.DataFrame:
+           merged: Iterable[Group] = ()) -> pd.DataFrame:
     rows = []
     for a in ABLATIONS:
         for shot in a.shots:
