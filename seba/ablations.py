@@ -149,6 +149,17 @@ def canonical(value: Any) -> Any:
     return value
 
 
+def differing_keys(a: dict[str, Any], b: dict[str, Any], ignore: Iterable[str] = ()) -> list[str]:
+    """The (flattened) params whose values differ between a and b, less those in ``ignore``, sorted."""
+    ignore = set(ignore)
+    return sorted(k for k in set(a) | set(b) if k not in ignore and canonical(a.get(k)) != canonical(b.get(k)))
+
+
+def commits(chosen: dict[str, Experiment]) -> str:
+    """The experiments' baseline commits, short and sorted."""
+    return ", ".join(sorted({e.baseline[:10] for e in chosen.values()}))
+
+
 def identify(params: dict[str, Any]) -> str | None:
     """The experiment slug whose switch values these (flattened) params hold, or None."""
     have = {k: canonical(params.get(k)) for k in DEFAULTS}
@@ -434,8 +445,7 @@ def check_comparable(chosen: dict[str, Experiment]) -> list[str]:
     for slug, exp in chosen.items():
         if slug == DEFAULT:
             continue
-        keys = sorted(k for k in set(default.params) | set(exp.params)
-                      if k not in COMPARED_AWAY and canonical(default.params.get(k)) != canonical(exp.params.get(k)))
+        keys = differing_keys(default.params, exp.params, COMPARED_AWAY)
         if keys:
             shown = ", ".join(f"{k}: {exp.params.get(k)!r} (default {default.params.get(k)!r})" for k in keys[:6])
             notes.append(f"`{exp.name}` differs from the default experiment in more than its switches: {shown}"
@@ -721,10 +731,6 @@ def git_code_diff(root: Path) -> Callable[[str, str], list[str] | None]:
     return diff
 
 
-def _differing(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    return sorted(k for k in set(a) | set(b) if k not in MERGED_AWAY and canonical(a.get(k)) != canonical(b.get(k)))
-
-
 def merge_collected(current: Group, scores: pd.DataFrame, earlier_scores: pd.DataFrame, groups: list[Group],
                     taken: list[str], code_diff: Callable[[str, str], list[str] | None] | None = None,
                     allow_code_change: bool = False) -> tuple[pd.DataFrame, list[Group], list[str]]:
@@ -741,7 +747,7 @@ def merge_collected(current: Group, scores: pd.DataFrame, earlier_scores: pd.Dat
                          "merged experiments with")
     taken = list(current.tables) + list(taken)
     for group in groups:
-        keys = _differing(here.params, group.chosen[DEFAULT].params)
+        keys = differing_keys(here.params, group.chosen[DEFAULT].params, MERGED_AWAY)
         if keys:
             shown = ", ".join(f"{k}: {group.chosen[DEFAULT].params.get(k)!r} (here {here.params.get(k)!r})"
                               for k in keys[:6])
@@ -751,7 +757,7 @@ def merge_collected(current: Group, scores: pd.DataFrame, earlier_scores: pd.Dat
             mine = current.chosen.get(slug)
             if slug == DEFAULT or mine is None:
                 continue
-            keys = _differing(mine.params, exp.params)
+            keys = differing_keys(mine.params, exp.params, MERGED_AWAY)
             if keys:
                 errors.append(f"{group.origin}: `{exp.name}` differs from this run's `{mine.name}` in "
                               + ", ".join(keys[:6]))
@@ -778,7 +784,7 @@ def merge_collected(current: Group, scores: pd.DataFrame, earlier_scores: pd.Dat
     rows = earlier_scores[earlier_scores["dataset"].isin([t for g in used for t in g.tables])]
     for g in used:
         notes.append(f"{', '.join(g.tables)}: merged from {g.origin} (experiments of commit(s) "
-                     f"{', '.join(sorted({e.baseline[:10] for e in g.chosen.values()}))}, their params this run's "
+                     f"{commits(g.chosen)}, their params this run's "
                      f"but for the tables); each table's variants and default come from the same run")
     merged = pd.concat([scores, rows[SCORE_COLUMNS]], ignore_index=True) if len(rows) else scores
     return merged, used, notes
@@ -816,8 +822,8 @@ def markdown(c: Collected, figures: dict[str, str]) -> str:
         f"- seeds: {' '.join(map(str, default.seeds)) if default else ' '.join(map(str, seeds)) or '–'}",
         f"- datasets: {', '.join(c.datasets)}",
         f"- episodes per shot and seed: {default.params.get('evaluate.episodes') if default else '–'}",
-        f"- baseline commit(s): {', '.join(sorted({e.baseline[:10] for e in c.chosen.values()})) or '–'}"
-        + "".join(f"; {', '.join(g.tables)}: {', '.join(sorted({e.baseline[:10] for e in g.chosen.values()}))} "
+        f"- baseline commit(s): {commits(c.chosen) or '–'}"
+        + "".join(f"; {', '.join(g.tables)}: {commits(g.chosen)} "
                   f"(merged from `{g.origin}`)" for g in c.merged),
         "",
         "Difference = variant − default of the means over tables, paired over seeds: per seed the mean over "
@@ -982,9 +988,7 @@ def _record_entries(chosen: dict[str, Experiment]) -> list[dict]:
         if slug == DEFAULT or default is None:
             entry["params"] = e.raw
         else:
-            entry["params_differing_from_default"] = {
-                k: e.params.get(k) for k in sorted(set(e.params) | set(default.params))
-                if canonical(e.params.get(k)) != canonical(default.params.get(k))}
+            entry["params_differing_from_default"] = {k: e.params.get(k) for k in differing_keys(e.params, default.params)}
         if e.stages_run is not None:
             entry["stages_run"] = e.stages_run
         entries.append(entry)
