@@ -663,6 +663,7 @@ def _best(table: pd.DataFrame) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- merging an earlier collection
 CODE_PATHS = ("seba", "stages", "dvc.yaml")  # what the stages run: results of different code are not merged
+NOT_STAGE_CODE = ("seba/ablations.py",)    # under CODE_PATHS but run by no stage: this collector
 MERGED_AWAY = {"datasets"}                   # the one param a merged collection's experiments may differ in
 SCORE_COLUMNS = ["slug", "dataset", "shot", "seed", "accuracy"]
 
@@ -723,9 +724,11 @@ def read_collected(folder: Path, origin: str | None = None) -> tuple[pd.DataFram
 
 
 def git_code_diff(root: Path) -> Callable[[str, str], list[str] | None]:
-    """(commit a, commit b) -> the files under CODE_PATHS that differ, or None if git cannot tell."""
+    """(commit a, commit b) -> the files under CODE_PATHS (less NOT_STAGE_CODE) that differ, or None if
+    git cannot tell."""
     def diff(a: str, b: str) -> list[str] | None:
-        result = subprocess.run(["git", "diff", "--name-only", a, b, "--", *CODE_PATHS], cwd=root,
+        result = subprocess.run(["git", "diff", "--name-only", a, b, "--", *CODE_PATHS,
+                                 *(f":(exclude){p}" for p in NOT_STAGE_CODE)], cwd=root,
                                 capture_output=True, text=True)
         return result.stdout.split() if result.returncode == 0 else None
     return diff
@@ -849,15 +852,18 @@ def markdown(c: Collected, figures: dict[str, str]) -> str:
                     continue
                 e = c.effects[(c.effects["ablation"] == a.name) & (c.effects["shot"] == shot)
                               & (c.effects["variant"] == variant)].iloc[0]
+                if ours.endswith("*") and not math.isnan(e["ours_default"]):  # the default on the same tables
+                    ours += f" (default {_f(e['ours_default'])})"
                 diff = (f"{_f(e['ours_diff'], signed=True)} ± {_f(e['ours_se'])}" if not math.isnan(e["ours_diff"])
                         else _status(c.chosen.get(slug), False) if c.chosen.get(slug) is None
                         or c.chosen[slug].state != "success" else "no paired result")
                 lines.append(f"| {a.name} | {shot} | {variant} | {ours} | {diff} | {pap} | "
                              f"{_f(e['paper_diff'], signed=True)} | {_yn(e['same_sign'])} | "
                              f"{_yn(e['similar_size'])} | {best} |")
-    lines += ["", "*Mean*: over the tables that have a result (a table missing from the run is marked `*`); the "
-              "differences over the tables and seeds both the variant and the default have, the paper's over the "
-              "same tables (its default row is its main-table value, a 100-seed mean)."]
+    lines += ["", "*Mean*: over the tables that have a result; a variant missing some tables is marked `*` and "
+              "followed by the default's mean over the tables and seeds it has, the pair its difference compares. "
+              "The differences are over the tables and seeds both the variant and the default have, the paper's "
+              "over the same tables (its default row is its main-table value, a 100-seed mean)."]
 
     for a in ABLATIONS:
         lines += ["", f"## {a.title} (`{a.name}`, tex `{a.label}`)", ""]

@@ -343,6 +343,8 @@ def test_merge_adds_an_earlier_collections_tables(paper, tmp_path, monkeypatch):
     report = ab.write(c, tmp_path / "two")
     assert "Merged from" in report.read_text() and "aaaaaaaaaa" in report.read_text()
     assert "| classifier | fine-tuning | missing (not queued or removed) | dna |" in report.read_text()
+    # a variant missing a table: its mean beside the default's on the same tables, not on all of them
+    assert "| classifier | 5 | fine-tuning | 55.67* (default 55.17) | +0.50 ± 0.00 |" in report.read_text()
     record = yaml.safe_load((paths.ablation_reports(tmp_path / "two") / "experiments.yaml").read_text())
     assert record["tables"] == ["dna"] and record["merged"][0]["tables"] == ["cmc"]
     again = ab.read_collected(paths.ablation_reports(tmp_path / "two"))
@@ -375,6 +377,32 @@ def test_merge_refuses_what_is_not_comparable(paper, tmp_path):
     (paths.ablation_reports(tmp_path) / "experiments.yaml").write_text("experiments: [{variant: default}]\n")
     with pytest.raises(SystemExit, match="experiments.yaml cannot be read"):
         ab.read_collected(paths.ablation_reports(tmp_path))
+
+
+def test_the_code_check_compares_what_the_stages_run(tmp_path):
+    """git_code_diff on a real repository: seba/, stages/ and dvc.yaml count, the collector itself
+    (which no stage runs) and files elsewhere do not; a commit git does not know gives None."""
+    import subprocess
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout.strip()
+
+    def commit(path, text):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+        git("add", "-A")
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", path)
+        return git("rev-parse", "HEAD")
+
+    git("init", "-q")
+    first = commit("seba/train.py", "a = 1\n")
+    commit("seba/ablations.py", "b = 1\n")
+    collector = commit("docs/ablations.md", "text\n")
+    stage = commit("seba/train.py", "a = 2\n")
+    diff = ab.git_code_diff(tmp_path)
+    assert diff(first, collector) == []  # the collector and the docs changed: the stages run the same code
+    assert diff(collector, stage) == ["seba/train.py"]
+    assert diff(first, "f" * 40) is None
 
 
 # ----------------------------------------------------------------------------- end to end
