@@ -398,10 +398,15 @@ class Collected:
 
 
 def experiment_for(chosen: dict[str, Experiment], merged: Iterable["Group"], slug: str, dataset: str) -> Experiment | None:
-    """The experiment whose results a (variant, table) cell shows: a merged collection's for its tables."""
+    """The experiment whose results a (variant, table) cell shows: a merged collection's where it fills
+    that cell, else this run's on this run's tables."""
+    merged = list(merged)
     for group in merged:
-        if dataset in group.tables:
-            return group.chosen.get(slug)
+        if group.supplies(slug, dataset) and slug in group.chosen:
+            return group.chosen[slug]
+    default = chosen.get(DEFAULT)
+    if merged and default is not None and dataset not in default.datasets:
+        return None
     return chosen.get(slug)
 
 
@@ -675,6 +680,10 @@ class Group:
     origin: str                        # "experiments" (this checkout's) or the folder merged from
     chosen: dict[str, Experiment]
     tables: list[str]
+    variants: dict[str, list[str]] = field(default_factory=dict)  # table -> the only variants it fills there
+
+    def supplies(self, slug: str, dataset: str) -> bool:
+        return dataset in self.tables and (dataset not in self.variants or slug in self.variants[dataset])
 
 
 def experiments_from_record(entries: list[dict]) -> dict[str, Experiment]:
@@ -717,7 +726,7 @@ def read_collected(folder: Path, origin: str | None = None) -> tuple[pd.DataFram
         groups = [Group(origin or str(folder), chosen, list(record.get("tables") or chosen[DEFAULT].datasets))]
         for m in record.get("merged") or []:
             groups.append(Group(str(m.get("from") or origin or folder), experiments_from_record(m["experiments"]),
-                                list(m["tables"])))
+                                list(m["tables"]), {str(t): list(v) for t, v in (m.get("variants") or {}).items()}))
     except (KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
         raise SystemExit(f"collect --merge {folder}: experiments.yaml cannot be read: {exc}") from None
     return scores, groups
@@ -734,14 +743,25 @@ def git_code_diff(root: Path) -> Callable[[str, str], list[str] | None]:
     return diff
 
 
+def same_scores(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    """Two runs' seed scores (shot, seed, accuracy) of one table are the same: the same shots and seeds,
+    every accuracy equal (1e-9: a CSV round trip)."""
+    x = a.set_index(["shot", "seed"])["accuracy"].sort_index()
+    y = b.set_index(["shot", "seed"])["accuracy"].sort_index()
+    return bool(len(x) and x.index.equals(y.index) and np.allclose(x.to_numpy(), y.to_numpy(), rtol=0, atol=1e-9))
+
+
 def merge_collected(current: Group, scores: pd.DataFrame, earlier_scores: pd.DataFrame, groups: list[Group],
                     taken: list[str], code_diff: Callable[[str, str], list[str] | None] | None = None,
                     allow_code_change: bool = False) -> tuple[pd.DataFrame, list[Group], list[str]]:
-    """Adds an earlier collection's tables that this run (and the collections merged before it,
-    ``taken``) does not have. A table's results always come from one collection, so a variant and
-    its default are paired within one run. Refused, naming why, unless the earlier experiments are
-    this run's in everything but their tables: the default's params and each variant's that both
-    have (seeds, episodes, switches, ...), and the code (CODE_PATHS at their baseline commits, by git;
+    """Adds an earlier collection's results that this run (and the collections merged before it,
+    ``taken`` tables, their rows already in ``scores``) does not have. A table this run lacks comes
+    whole from the earlier collection. On a table both have, the earlier collection adds the variants
+    this run lacks there only if the two defaults are the same run's results (every shot and seed's
+    accuracy equal, as the same code, params and seeds give): every variant − default difference stays
+    paired within one run's default. Refused, naming why, unless the earlier experiments are this
+    run's in everything but their tables: the default's params and each variant's that both have
+    (seeds, episodes, switches, ...), and the code (CODE_PATHS at their baseline commits, by git;
     ``allow_code_change`` records a difference as a note instead)."""
     errors, notes, used = [], [], []
     here = current.chosen.get(DEFAULT)
@@ -774,23 +794,54 @@ def merge_collected(current: Group, scores: pd.DataFrame, earlier_scores: pd.Dat
                               + (f" and {len(files) - 8} more" if len(files) > 8 else "") if files
                               else f"cannot be compared with this run's ({mine[:10]}): git does not know both commits"))
                 (notes if allow_code_change else errors).append(problem)
-        tables = [t for t in group.tables if t not in taken]
-        overlap = [t for t in group.tables if t in taken]
-        if overlap:
-            notes.append(f"{', '.join(overlap)}: from this run's experiments, not from {group.origin}")
-        if tables:
-            used.append(Group(group.origin, group.chosen, tables))
-            taken += tables
     if errors:
         raise SystemExit("collect --merge: refused, the experiments are not comparable:\n  " + "\n  ".join(errors)
                          + "\n(--allow-code-change merges across a code change and notes it in the report)")
-    rows = earlier_scores[earlier_scores["dataset"].isin([t for g in used for t in g.tables])]
-    for g in used:
-        notes.append(f"{', '.join(g.tables)}: merged from {g.origin} (experiments of commit(s) "
-                     f"{commits(g.chosen)}, their params this run's "
-                     f"but for the tables); each table's variants and default come from the same run")
-    merged = pd.concat([scores, rows[SCORE_COLUMNS]], ignore_index=True) if len(rows) else scores
-    return merged, used, notes
+
+    for group in groups:
+        tables, variants, beside, overlap, differ = [], {}, [], [], []
+        for t in group.tables:
+            theirs = earlier_scores[earlier_scores["dataset"] == t]
+            theirs = theirs[[group.supplies(slug, t) and slug in group.chosen for slug in theirs["slug"]]]
+            if t not in taken:  # a table this run lacks: as the earlier collection has it
+                tables.append(t)
+                if t in group.variants:
+                    variants[t] = list(group.variants[t])
+                taken.append(t)
+            else:
+                mine = scores[scores["dataset"] == t]
+                extra = sorted(set(theirs["slug"]) - set(mine["slug"]), key=list(EXPERIMENTS).index)
+                default = earlier_scores[(earlier_scores["dataset"] == t) & (earlier_scores["slug"] == DEFAULT)]
+                if not extra:
+                    overlap.append(t)
+                    continue
+                if not same_scores(mine[mine["slug"] == DEFAULT], default):
+                    differ.append(f"{t} ({', '.join(extra)})")
+                    continue
+                tables.append(t)
+                variants[t] = extra
+                beside.append(t)
+                theirs = theirs[theirs["slug"].isin(extra)]
+            scores = pd.concat([scores, theirs[SCORE_COLUMNS]], ignore_index=True)
+        if overlap:
+            notes.append(f"{', '.join(overlap)}: from this run's experiments, not from {group.origin}")
+        if differ:
+            notes.append(f"{'; '.join(differ)}: not merged from {group.origin}, whose default on the table is not "
+                         f"this run's (its accuracies differ, or one run lacks some shot or seed), so its "
+                         f"variants there would not pair with this run's default")
+        if not tables:
+            continue
+        used.append(Group(group.origin, group.chosen, tables, variants))
+        whole = [t for t in tables if t not in beside]
+        if whole:
+            notes.append(f"{', '.join(whole)}: merged from {group.origin} (experiments of commit(s) "
+                         f"{commits(group.chosen)}, their params this run's but for the tables); each table's "
+                         f"variants and default come from the same run")
+        for t in beside:
+            notes.append(f"{t}: {', '.join(variants[t])} merged from {group.origin} (commit(s) "
+                         f"{commits(group.chosen)}) beside the variants already here; its default on {t} equals "
+                         f"the one here on every shot and seed, so the differences stay paired")
+    return scores, used, notes
 
 
 # ----------------------------------------------------------------------------- writing
@@ -899,7 +950,9 @@ def markdown(c: Collected, figures: dict[str, str]) -> str:
         lines += ["", "Notes:", ""] + [f"- {n}" for n in c.notes]
 
     lines += ["", "## Experiments", ""]
-    groups = [("", c.chosen, None)] + [(g.origin, g.chosen, g.tables) for g in c.merged]
+    groups = [("", c.chosen, None)] + [(g.origin, g.chosen, [t + (f" (only {', '.join(g.variants[t])})"
+                                                                   if t in g.variants else "") for t in g.tables])
+                                       for g in c.merged]
     for origin, chosen, tables in groups:
         if origin:
             lines += ["", f"Merged from `{origin}` (an earlier `collect`), for {', '.join(tables)}:", ""]
@@ -972,13 +1025,14 @@ def figure(c: Collected, a: Ablation, path: Path) -> None:
 def experiments_record(c: Collected) -> dict:
     """The experiments behind the report: name, rev, baseline, state, variant, params that differ
     from the default experiment's (the default: all its params)."""
-    merged_tables = {t for g in c.merged for t in g.tables}
+    default = c.chosen.get(DEFAULT)
+    merged_tables = {t for g in c.merged for t in g.tables if t not in g.variants}
     out = {"experiments": _record_entries(c.chosen),
-           "tables": [t for t in c.datasets if t not in merged_tables],
+           "tables": default.datasets if default else [t for t in c.datasets if t not in merged_tables],
            "ignored": [f"{e.name} {e.rev[:10]} ({e.state})" for e in c.ignored]}
     if c.merged:
-        out["merged"] = [{"from": g.origin, "tables": g.tables, "experiments": _record_entries(g.chosen)}
-                         for g in c.merged]
+        out["merged"] = [{"from": g.origin, "tables": g.tables, **({"variants": g.variants} if g.variants else {}),
+                          "experiments": _record_entries(g.chosen)} for g in c.merged]
     return out
 
 

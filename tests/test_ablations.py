@@ -356,6 +356,58 @@ def test_merge_adds_an_earlier_collections_tables(paper, tmp_path, monkeypatch):
     assert len(third.scores[third.scores["dataset"] == "dna"]) == 2 * 3  # this run's dna only, not also the merged
 
 
+def test_merge_adds_variants_to_a_shared_table_only_beside_the_same_default(paper, tmp_path, monkeypatch):
+    """On a table both runs have, the earlier run's extra variants join only when its default there is
+    this run's, seed for seed; the cells name their runs, and the record survives a second merge."""
+    monkeypatch.setitem(BASE, "karhunen", 60.0)
+    monkeypatch.setitem(BASE, "semeion", 70.0)
+    monkeypatch.setitem(EFFECT, "head-finetune", 0.5)
+    same_code = lambda a, b: []  # noqa: E731
+    first = ab.collect(run_of(("cmc", "dna"), baseline="a" * 40, finetune=True), fake_reader, paper)
+    ab.write(first, tmp_path / "one")
+    earlier = ab.read_collected(paths.ablation_reports(tmp_path / "one"))
+    c = ab.collect(run_of(("dna", "karhunen")), fake_reader, paper, merge=[earlier], code_diff=same_code)
+    assert c.datasets == ["cmc", "dna", "karhunen"]
+    assert [(g.tables, g.variants) for g in c.merged] == [(["cmc", "dna"], {"dna": ["head-finetune"]})]
+    cells = c.table.set_index(["ablation", "variant", "dataset", "shot"])
+    assert cells.loc[("classifier", "fine-tuning", "dna", 5), "rev"] == first.chosen["head-finetune"].rev[:10]
+    assert cells.loc[("norm_imputation", "norm=True,fill=marginal", "dna", 5), "rev"] == \
+        c.chosen["prep-marginal"].rev[:10]  # this run's own variant stays this run's
+    assert cells.loc[("classifier", "fine-tuning", "karhunen", 5), "status"].startswith("missing")
+    dna = c.scores[c.scores["dataset"] == "dna"]
+    assert sorted(dna.groupby("slug").size().items()) == [(ab.DEFAULT, 3), ("head-finetune", 3), ("prep-marginal", 3)]
+    ft = c.effects.set_index(["ablation", "shot", "variant"]).loc[("classifier", 5, "fine-tuning")]
+    assert ft["tables"] == "cmc dna" and ft["ours_diff"] == pytest.approx(0.5)
+    assert any(n.startswith("dna: head-finetune merged from") for n in c.notes)
+
+    # another default on dna (here: shifted by 0.01): the earlier fine-tuning is not paired with it
+    def other_default(exp, dataset):
+        episodes = fake_reader(exp, dataset)
+        return episodes.assign(accuracy=episodes["accuracy"] + 0.01) if exp.slug == ab.DEFAULT else episodes
+    d = ab.collect(run_of(("dna", "karhunen")), other_default, paper, merge=[earlier], code_diff=same_code)
+    assert [(g.tables, g.variants) for g in d.merged] == [(["cmc"], {})]
+    assert any(n.startswith("dna (head-finetune): not merged from") for n in d.notes)
+    ft = d.effects.set_index(["ablation", "shot", "variant"]).loc[("classifier", 5, "fine-tuning")]
+    assert ft["tables"] == "cmc"
+
+    # written, read back and merged into a third run: the first run's fine-tuning on dna still pairs
+    # with the second run's default there, and the record keeps which variants a table took
+    ab.write(c, tmp_path / "two")
+    record = yaml.safe_load((paths.ablation_reports(tmp_path / "two") / "experiments.yaml").read_text())
+    assert record["tables"] == ["dna", "karhunen"] and record["merged"][0]["variants"] == {"dna": ["head-finetune"]}
+    assert "dna (only head-finetune)" in (tmp_path / "two" / "reports" / "ablations.md").read_text()
+    again = ab.read_collected(paths.ablation_reports(tmp_path / "two"))
+    third = ab.collect(run_of(("semeion",)), fake_reader, paper, merge=[again], code_diff=same_code)
+    assert third.datasets == ["cmc", "dna", "karhunen", "semeion"]
+    cells = third.table.set_index(["ablation", "variant", "dataset", "shot"])
+    assert cells.loc[("classifier", "fine-tuning", "dna", 5), "rev"] == first.chosen["head-finetune"].rev[:10]
+    assert cells.loc[("norm_imputation", "norm=True,fill=marginal", "dna", 5), "rev"] == \
+        c.chosen["prep-marginal"].rev[:10]
+    assert len(third.scores[third.scores["dataset"] == "dna"]) == 3 * 3
+    ft = third.effects.set_index(["ablation", "shot", "variant"]).loc[("classifier", 5, "fine-tuning")]
+    assert ft["tables"] == "cmc dna"
+
+
 def test_merge_refuses_what_is_not_comparable(paper, tmp_path):
     first = ab.collect(run_of(("cmc",), baseline="a" * 40), fake_reader, paper)
     ab.write(first, tmp_path)
