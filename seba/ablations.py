@@ -298,10 +298,30 @@ def queue(args: argparse.Namespace) -> int:
     if run:
         print(" ".join(run), flush=True)
         if not args.dry_run:
-            code = subprocess.run(run, cwd=root).returncode
+            code = run_all(run, root, [p.name for p in plans]) if args.run else subprocess.run(run, cwd=root).returncode
             print("then: python -m seba.ablations collect (it names the experiments that failed)", flush=True)
             return code
     return 0
+
+
+def run_all(run: list[str], root: Path, names: list[str]) -> int:
+    """`dvc exp run --run-all`, run again while some of `names` are still queued and each run leaves
+    fewer: DVC's queue worker can end with tasks still queued (treeverse/dvc#10562, #8165; seen here
+    after one experiment of two)."""
+    left: int | None = None
+    while True:
+        code = subprocess.run(run, cwd=root).returncode
+        states = existing_names(dvc_json(["exp", "show", "--json"], root))
+        queued = [n for n in names if states.get(n) == "queued"]
+        if code != 0 or not queued:
+            return code
+        if left is not None and len(queued) >= left:
+            print(f"still queued, and the last run of the queue ran none of them: {', '.join(queued)} "
+                  f"(`dvc queue status`; `dvc exp run --run-all` runs them)", flush=True)
+            return 1
+        print(f"DVC's queue worker ended with {len(queued)} experiment(s) still queued ({', '.join(queued)}): "
+              f"running the queue again", flush=True)
+        left = len(queued)
 
 
 def _quote(text: str) -> str:

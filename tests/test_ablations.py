@@ -140,6 +140,30 @@ def test_queue_refuses_names_in_use_and_runs_the_queue(monkeypatch, capsys):
         ab.main(["queue", "--only", "ratio-0.4", "ratio-0.5", "--skip-existing"])
 
 
+def test_queue_run_runs_the_queue_again_while_its_worker_leaves_experiments_queued(monkeypatch, capsys):
+    # DVC's worker can end with tasks still queued (treeverse/dvc#10562): --run starts it again while
+    # that makes progress, and says so; a run that ends none of them stops it with exit status 1
+    monkeypatch.delenv("DVC_SITE_CACHE_DIR", raising=False)
+    def states(*queued):
+        return show_of(*[show_entry(n, ab.DEFAULT, state="queued" if n in queued else "success")
+                         for n in ("abl-default", "abl-ratio-0.2", "abl-ratio-0.3")])
+
+    def scenario(after_each_run):
+        shows, runs = iter(after_each_run), []
+        monkeypatch.setattr(ab, "dvc_json", lambda args, root: next(shows) if runs else show_of())
+        monkeypatch.setattr(ab.subprocess, "run",
+                            lambda cmd, **kw: (runs.append(cmd) if "--run-all" in cmd else None)
+                            or type("R", (), {"returncode": 0}))
+        code = ab.main(["queue", "--only", "default", "ratio-0.2", "ratio-0.3", "--run"])
+        return code, len(runs)
+
+    assert scenario([states()]) == (0, 1)
+    assert scenario([states("abl-ratio-0.2", "abl-ratio-0.3"), states("abl-ratio-0.3"), states()]) == (0, 3)
+    assert "ended with 2 experiment(s) still queued (abl-ratio-0.2, abl-ratio-0.3)" in capsys.readouterr().out
+    assert scenario([states("abl-ratio-0.3"), states("abl-ratio-0.3")]) == (1, 2)
+    assert "still queued, and the last run of the queue ran none of them: abl-ratio-0.3" in capsys.readouterr().out
+
+
 def test_a_relative_site_cache_dir_is_refused(tmp_path, monkeypatch):
     (tmp_path / ".dvc").mkdir()
     (tmp_path / ".dvc" / "config").write_text("[core]\n    site_cache_dir = .dvc/tmp/site_cache\n")
