@@ -291,17 +291,26 @@ def queue(args: argparse.Namespace) -> int:
                              f"{done} experiment(s) before it were queued. Queue the rest again with "
                              f"--skip-existing")
     run = None
-    if args.run:
+    if args.run or args.collect:
         run = ["dvc", "exp", "run", "--run-all", "--jobs", str(args.jobs)]
     elif args.start:
         run = ["dvc", "queue", "start", "--jobs", str(args.jobs)]
-    if run:
-        print(" ".join(run), flush=True)
-        if not args.dry_run:
-            code = run_all(run, root, [p.name for p in plans]) if args.run else subprocess.run(run, cwd=root).returncode
-            print("then: python -m seba.ablations collect (it names the experiments that failed)", flush=True)
-            return code
-    return 0
+    if not run:
+        return 0
+    print(" ".join(run), flush=True)
+    collect = "python -m seba.ablations collect" + ("" if args.prefix == PREFIX else f" --prefix {args.prefix}")
+    if args.dry_run:
+        if args.collect:
+            print(collect)
+        return 0
+    code = subprocess.run(run, cwd=root).returncode if args.start else run_all(run, root, [p.name for p in plans])
+    if not args.collect:
+        print(f"then: {collect} (it names the experiments that failed)", flush=True)
+        return code
+    print(collect, flush=True)  # failed experiments too: the report names them
+    collected = collect_command(argparse.Namespace(prefix=args.prefix, all_commits=False, merge=None,
+                                                   allow_code_change=False))
+    return code or collected
 
 
 def run_all(run: list[str], root: Path, names: list[str]) -> int:
@@ -1144,6 +1153,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="then run the queue and wait: dvc exp run --run-all --jobs N (follows the logs)")
     runner.add_argument("--start", action="store_true",
                         help="then start DVC's queue workers in the background: dvc queue start --jobs N")
+    q.add_argument("--collect", action="store_true",
+                   help="run the queue as --run does, then collect (same --prefix): queue, run and report in one command")
     q.add_argument("--jobs", type=int, default=1,
                    help="experiments at once (default 1: later experiments reuse earlier ones' pretraining)")
     q.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
@@ -1161,6 +1172,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "queue":
         if args.jobs < 1:
             parser.error("--jobs must be at least 1")
+        if args.collect and args.start:
+            parser.error("--collect waits for the queue (as --run does): it cannot follow --start")
         return queue(args)
     return collect_command(args)
 

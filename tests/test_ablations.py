@@ -164,6 +164,31 @@ def test_queue_run_runs_the_queue_again_while_its_worker_leaves_experiments_queu
     assert "still queued, and the last run of the queue ran none of them: abl-ratio-0.3" in capsys.readouterr().out
 
 
+def test_queue_collect_runs_the_queue_then_collects_its_prefix(monkeypatch, capsys):
+    # queue, run and report in one command; a failed run is collected too (the report names what
+    # failed) and keeps its exit status
+    monkeypatch.delenv("DVC_SITE_CACHE_DIR", raising=False)
+    calls, collected, status = [], [], {"run": 0}
+    monkeypatch.setattr(ab, "dvc_json", lambda args, root: show_of())
+    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: calls.append(cmd)
+                        or type("R", (), {"returncode": status["run"] if "--run-all" in cmd else 0}))
+    monkeypatch.setattr(ab, "collect_command", lambda a: collected.append((a.prefix, a.merge)) or 0)
+    assert ab.main(["queue", "--only", "default", "ratio-0.2", "--prefix", "opt", "--collect"]) == 0
+    assert [c[:4] for c in calls][-1] == ["dvc", "exp", "run", "--run-all"] and collected == [("opt", None)]
+    assert "python -m seba.ablations collect --prefix opt" in capsys.readouterr().out
+    status["run"] = 1
+    assert ab.main(["queue", "--only", "default", "--collect"]) == 1 and collected[-1] == ("abl", None)
+    calls.clear()
+    assert ab.main(["queue", "--only", "default", "--collect", "--dry-run"]) == 0
+    assert calls == [] and len(collected) == 2
+    assert capsys.readouterr().out.splitlines()[-2:] == ["dvc exp run --run-all --jobs 1",
+                                                         "python -m seba.ablations collect"]
+    assert ab.main(["queue", "--only", "default", "--run"]) == 1 and len(collected) == 2  # --run alone: no report
+    with pytest.raises(SystemExit):
+        ab.main(["queue", "--only", "default", "--collect", "--start"])
+    assert "cannot follow --start" in capsys.readouterr().err
+
+
 def test_a_relative_site_cache_dir_is_refused(tmp_path, monkeypatch):
     (tmp_path / ".dvc").mkdir()
     (tmp_path / ".dvc" / "config").write_text("[core]\n    site_cache_dir = .dvc/tmp/site_cache\n")
@@ -485,7 +510,7 @@ def test_the_code_check_compares_what_the_stages_run(tmp_path):
 @pytest.mark.slow
 def test_queue_run_collect_in_a_tiny_pipeline(root, tmp_path, monkeypatch):
     """Two experiments queued by `python -m seba.ablations queue` in a tiny copy, run by DVC's queue
-    (`--run`), collected; the single-ratio experiment's pretraining comes from DVC's run cache (the
+    and collected in one command (`--collect`); the single-ratio experiment's pretraining comes from DVC's run cache (the
     default's encoders). The default ensemble is two ratios here (the paper's five only cost time).
     About 2 minutes on the 2-core CPU (4 when it is busy): each experiment pays DVC's temporary
     copy and a dozen stage starts."""
@@ -498,8 +523,7 @@ def test_queue_run_collect_in_a_tiny_pipeline(root, tmp_path, monkeypatch):
     monkeypatch.chdir(work)
     for key in ("PATH", "DVC_NO_ANALYTICS", "SEBA_WORKER_IDLE"):
         monkeypatch.setenv(key, env[key])
-    assert ab.main(["queue", "--only", "default", "ratio-0.2", "--seeds", "0", "1", "--run"]) == 0
-    assert ab.main(["collect"]) == 0
+    assert ab.main(["queue", "--only", "default", "ratio-0.2", "--seeds", "0", "1", "--collect"]) == 0
 
     c_md = (work / "reports" / "ablations.md").read_text()
     table = pd.read_csv(work / "reports" / "ablations" / "ablations.csv")
