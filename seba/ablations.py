@@ -308,8 +308,7 @@ def queue(args: argparse.Namespace) -> int:
         print(f"then: {collect} (it names the experiments that failed)", flush=True)
         return code
     print(collect, flush=True)  # failed experiments too: the report names them
-    collected = collect_command(argparse.Namespace(prefix=args.prefix, all_commits=False, merge=None,
-                                                   allow_code_change=False))
+    collected = main(["collect", "--prefix", args.prefix])
     return code or collected
 
 
