@@ -133,10 +133,16 @@ def test_a_stack_on_cuda_follows_the_same_seeds_alone(karhunen):
     config = encoder_config(cfg, X.shape[1])
     for m, s in zip(members, stacked):
         alone = pretrain_encoder(m.x_train, m.x_val, table.groups, 0.3, m.seed, cfg, CUDA)
-        # batched kernels sum in another order than a seed's own: float32 rounding only
+        # batched kernels sum in another order than a seed's own: float32 rounding only. Adam's first
+        # updates move a weight by about lr whatever its gradient's size, so a rounding difference in a
+        # near-zero gradient can move it by lr in one run and not the other: a few outputs drift by up to
+        # ~1e-2 within 3 epochs (H100: 0.2 % of the outputs beyond 1e-3 + 1 %, the largest 0.0095). A
+        # mix-up of seeds, masks or rows moves the outputs by O(1) and the losses beyond 1e-4.
         np.testing.assert_allclose(s.val_loss, alone.val_loss, rtol=1e-4)
-        torch.testing.assert_close(encode(s.encoder_state, config, X[split.test], CUDA),
-                                   encode(alone.encoder_state, config, X[split.test], CUDA), rtol=1e-2, atol=1e-3)
+        a = encode(s.encoder_state, config, X[split.test], CUDA)
+        b = encode(alone.encoder_state, config, X[split.test], CUDA)
+        assert torch.isclose(a, b, rtol=1e-2, atol=1e-3).float().mean() >= 0.99
+        assert (a - b).abs().max() <= 0.03
 
 
 def test_a_stack_synchronises_per_epoch_not_per_seed_or_batch(karhunen):
