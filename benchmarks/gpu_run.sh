@@ -42,22 +42,11 @@ start)
   cp params.yaml "$state.params.yaml"  # put back if an edit is refused
   python3 - "$@" <<'PY' && python3 -m seba.validate || { mv "$state.params.yaml" params.yaml; echo "params.yaml unchanged"; exit 1; }
 import sys
-import yaml
-params = yaml.safe_load(open("params.yaml"))
-for item in sys.argv[1:]:
-    key, sep, value = item.partition("=")
-    if not sep:
-        sys.exit(f"not KEY=VALUE: {item!r}")
-    value = yaml.safe_load(value)
-    if key == "seeds" and isinstance(value, int):
-        value = list(range(value))
-    node = params
-    for part in key.split(".")[:-1]:
-        if not isinstance(node.get(part), dict):
-            sys.exit(f"params.yaml has no section {part!r} (in {key!r})")
-        node = node[part]
-    node[key.split(".")[-1]] = value
-yaml.safe_dump(params, open("params.yaml", "w"), sort_keys=False)
+from pathlib import Path
+sys.path.insert(0, "benchmarks")
+from gpu_protocol import edit_params  # KEY=VALUE edits, shared with the in-process runner
+path = Path("params.yaml")
+path.write_text(edit_params(path.read_text(), sys.argv[1:]))
 PY
   rm -f "$state.params.yaml"
   rm -rf "$state" && mkdir -p "$state"

@@ -22,6 +22,7 @@ Prints:
 from __future__ import annotations
 
 import argparse
+import os
 import dataclasses
 import json
 import statistics
@@ -82,7 +83,7 @@ def worker(args) -> None:
 
 def run_worker(code: Path, mode: str, job: dict) -> dict:
     done = subprocess.run([sys.executable, __file__, "--worker", json.dumps(job), "--worker-mode", mode],
-                          cwd=ROOT, capture_output=True, text=True, env={**_env(), "PYTHONPATH": str(code)})
+                          cwd=ROOT, capture_output=True, text=True, env={**_env(), "PYTHONPATH": os.pathsep.join([str(code), *filter(None, [os.environ.get("PYTHONPATH")])])})
     if done.returncode != 0:
         raise SystemExit(f"benchmark worker ({mode}, {code}) failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The GPU checks of docs/performance.md in one command, for a GPU machine that runs one command
+# for a limited time: the CUDA tests, the stacked step and stacked training against the per-seed
+# path (benchmarks/stacking.py), then the 100-seed protocol table after table
+# (benchmarks/gpu_protocol.py) until the time is spent. Each part has its own time limit, so a
+# failure or an overrun in one leaves the others' results.
+#
+# Usage (repository root of a throwaway checkout):
+#     bash benchmarks/gpu_checks.sh OUTDIR SECONDS [BASELINE_CODE]
+# OUTDIR receives checks.log (machine, tests, stacking), protocol.log, and gpu_protocol.py's
+# timings.json and tables_<k>.tgz. SECONDS is the whole run's budget. BASELINE_CODE is a folder
+# holding the `seba` package of the per-seed path (`git archive 61acc39 seba | tar x -C DIR`;
+# default: extracted from git, which needs the repository's history). METHODS=[knn] leaves out the
+# logistic-regression baseline.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+out=${1:?OUTDIR SECONDS}; budget=${2:?OUTDIR SECONDS}; baseline=${3:-}
+methods=${METHODS:-[knn,logreg]}  # the baselines run beside SeBA (logreg: ~1 s per seed of a table, scikit-learn on the CPU)
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+if [ -d .whl ]; then  # packages the machine lacks (pydantic), as wheels: benchmarks/device_wheels.py
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || { echo "installing .whl/ failed"; exit 1; }
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+python3 -c "import seba.config" || exit 1
+t0=$(date +%s)
+left() { echo $(( budget - ($(date +%s) - t0) )); }
+{
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
+  python3 -c "import platform, torch; print('python', platform.python_version(), 'torch', torch.__version__, 'cpu', platform.processor())"
+  nproc
+  echo "== tests/test_cuda.py"
+  timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py 2>&1
+  echo "== stacking: $(left) s left"
+  timeout 150 python3 benchmarks/stacking.py --device cuda --dataset karhunen --stacks 1,5,25,100 \
+    --seeds 10 --max-epochs 100 --repeats 1 ${baseline:+--baseline-code "$baseline"} 2>&1
+  echo "== stacking done: $(left) s left"
+} > "$out/checks.log" 2>&1
+cat "$out/checks.log"
+rest=$(( $(left) - 15 ))
+echo "== protocol: $rest s"
+timeout "$rest" python3 benchmarks/gpu_protocol.py --set seeds=100 fetch.source=snapshot "baselines.methods=$methods" \
+  --datasets cmc diabetes semeion dna pixel karhunen optdigits income \
+  --deadline $(( rest * 2 / 3 )) --out "$out" > "$out/protocol.log" 2>&1
+echo "protocol exit $?"
+grep '^==' "$out/protocol.log"
+ls -la "$out"

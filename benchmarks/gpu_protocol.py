@@ -1,0 +1,165 @@
+"""The pipeline's stages run in one process, table after table, timed: for a machine without DVC
+(a GPU box) where each stage's own code should run exactly as `dvc repro` runs it, and where
+what finished must survive a time limit.
+
+Usage (repository root of a throwaway checkout: params.yaml is edited for the run and put back
+at the end):
+    python benchmarks/gpu_protocol.py [--set KEY=VALUE ...] [--datasets cmc diabetes ...]
+                                      [--deadline SECONDS] [--out DIR]
+
+`--set` edits params.yaml as `benchmarks/gpu_run.sh start` does (dotted keys, YAML values;
+`seeds=N` is seeds 0 .. N-1). Then, as `python stages/<stage>.py ...` but in this process (so
+each stage instance pays no start-up; `runpy`, the script's own `main` and error handling):
+`validate`, and for each dataset in turn `fetch`, `preprocess`, `split`, `pretrain` for every
+ratio, `evaluate` and `baseline` for every method of `baselines.methods`. A stage that fails
+stops the run (its error printed). No new dataset is started after `--deadline` seconds.
+
+After each dataset, `--out DIR` receives `timings.json` (each stage instance's wall seconds,
+the device, the params) and the dataset's outputs packed two datasets to a file,
+`tables_<k>.tgz` (its reports/episodes files, SeBA's and the baselines', reports/metrics and
+the encoders' log.json; not the stage records of data/tracking, which hold every episode again
+and would make the archives too big to carry), so that a run stopped by a time limit keeps every
+dataset it finished. Unpack the archives in a checkout with the same params to aggregate them
+(`python stages/aggregate.py`, `python benchmarks/seed_spread.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import runpy
+import shutil
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def edit_params(text: str, settings: list[str]) -> str:
+    """params.yaml's text with each KEY=VALUE applied (the comments are lost; the file is put back
+    after the run)."""
+    params = yaml.safe_load(text)
+    for item in settings:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--set takes KEY=VALUE, got {item!r}")
+        value = yaml.safe_load(value)
+        if key == "seeds" and isinstance(value, int):
+            value = list(range(value))
+        node = params
+        for part in key.split(".")[:-1]:
+            if not isinstance(node.get(part), dict):
+                raise SystemExit(f"params.yaml has no section {part!r} (in {key!r})")
+            node = node[part]
+        node[key.split(".")[-1]] = value
+    return yaml.safe_dump(params, sort_keys=False)
+
+
+def run_stage(script: str, *args: str) -> float:
+    """``python stages/<script>.py args`` in this process; its wall seconds. A failure ends the run."""
+    argv = sys.argv
+    sys.argv = [str(ROOT / "stages" / f"{script}.py"), *args]
+    start = time.perf_counter()
+    try:
+        runpy.run_path(sys.argv[0], run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raise SystemExit(f"stage {script} {' '.join(args)} failed (exit {exc.code})") from None
+    finally:
+        sys.argv = argv
+    return time.perf_counter() - start
+
+
+def device_description() -> dict:
+    import torch
+
+    info = {"python": platform.python_version(), "torch": torch.__version__, "cpu": platform.processor()}
+    if torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+def pack(out: Path, datasets: list[str], index: int) -> None:
+    """The outputs of ``datasets`` into ``out/tables_<index>.tgz`` (written whole, then renamed)."""
+    members = []
+    for dataset in datasets:
+        members += sorted((ROOT / "reports" / "episodes").glob(f"{dataset}.csv"))  # SeBA's
+        members += sorted((ROOT / "reports" / "episodes").glob(f"*/{dataset}.csv"))  # the baselines'
+        members += [p for p in [ROOT / "reports" / "metrics" / f"{dataset}.json"] if p.exists()]
+        members += sorted((ROOT / "data" / "models" / dataset).glob("*/log.json"))
+    tmp = out / f".tables_{index}.tgz"
+    with tarfile.open(tmp, "w:gz") as tar:
+        for path in members:
+            tar.add(path, arcname=str(path.relative_to(ROOT)))
+    tmp.replace(out / f"tables_{index}.tgz")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--datasets", nargs="*", help="in this order (default: params.yaml's datasets)")
+    parser.add_argument("--deadline", type=float, default=0, help="start no dataset after this many seconds")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+
+    params_file = ROOT / "params.yaml"
+    original = params_file.read_text()
+    settings = list(args.set)
+    if args.datasets:
+        settings.append(f"datasets=[{','.join(args.datasets)}]")
+    params_file.write_text(edit_params(original, settings))
+    try:
+        sys.path.insert(0, str(ROOT))
+        from seba.config import load_params
+
+        params = load_params(params_file)
+        timings = {"device": device_description(), "params": yaml.safe_load(params_file.read_text()),
+                   "stages": [], "datasets": {}}
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+
+        def timed(script: str, *stage_args: str) -> float:
+            seconds = run_stage(script, *stage_args)
+            timings["stages"].append({"stage": script, "args": list(stage_args), "seconds": round(seconds, 3)})
+            print(f"== {script} {' '.join(stage_args)}: {seconds:.1f} s", flush=True)
+            return seconds
+
+        timed("validate")
+        done: list[str] = []
+        for dataset in params.datasets:
+            if args.deadline and time.perf_counter() - start > args.deadline:
+                print(f"== deadline: {dataset} and the datasets after it not started", flush=True)
+                break
+            seconds = {"fetch": timed("fetch", "--dataset", dataset),
+                       "preprocess": timed("preprocess", "--dataset", dataset),
+                       "split": timed("split", "--dataset", dataset)}
+            seconds["pretrain"] = sum(timed("pretrain", "--dataset", dataset, "--ratio", str(ratio))
+                                      for ratio in params.pretrain.ratios)
+            seconds["evaluate"] = timed("evaluate", "--dataset", dataset)
+            seconds["baselines"] = sum(timed("baseline", "--method", method, "--dataset", dataset)
+                                       for method in params.baselines.methods)
+            timings["datasets"][dataset] = {k: round(v, 2) for k, v in seconds.items()}
+            done.append(dataset)
+            print(f"== {dataset}: {sum(seconds.values()):.1f} s of stage bodies "
+                  f"({', '.join(f'{k} {v:.1f}' for k, v in seconds.items())}); "
+                  f"{time.perf_counter() - start:.0f} s since the start", flush=True)
+            if args.out:
+                index = (len(done) - 1) // 2
+                pack(args.out, done[2 * index:], index)
+                (args.out / "timings.json").write_text(json.dumps(timings, indent=1))
+        timings["total_seconds"] = round(time.perf_counter() - start, 1)
+        if args.out:
+            (args.out / "timings.json").write_text(json.dumps(timings, indent=1))
+        print(f"== {len(done)} datasets in {timings['total_seconds']} s", flush=True)
+    finally:
+        params_file.write_text(original)
+
+
+if __name__ == "__main__":
+    main()

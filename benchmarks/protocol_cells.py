@@ -1,0 +1,86 @@
+"""Each cell of a many-seed run from its stage log, beside the paper: for a run whose episodes did
+not all come back (a machine with a limit on what returns), the per-seed lines that the
+`evaluate` and `baseline` stages print are enough.
+
+Usage (repository root):
+    python benchmarks/protocol_cells.py LOG [LOG ...] [--out DIR]
+
+Reads the lines `[evaluate <dataset> seed <s>] 1-shot <acc>, 5-shot <acc>, ...` (SeBA's ensemble)
+and `[baseline <method> <dataset> seed <s>] 1-shot <acc>, ...` of `dvc repro`'s output or
+`benchmarks/gpu_protocol.py`'s log, gzipped or not (a seed seen in several logs must have the same accuracies in
+each, else the script stops). Prints, per method, dataset and shot: the seeds, the mean of the
+seed means, its standard error from their spread, the paper's value
+(`data/reference/paper_results.csv`, table `main`), the difference and the difference in
+standard errors. `--out DIR` writes `seed_means.csv` (method, dataset, seed, shot, accuracy) and
+`cells.csv` (the printed table). The lines carry two decimals: a mean over 100 seeds moves by
+less than 0.005 from their rounding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+LINE = re.compile(r"^\[(?:evaluate (?P<dataset>\S+)|baseline (?P<method>\S+) (?P<bdataset>\S+)) seed (?P<seed>\d+)\] "
+                  r"(?P<scores>\d+-shot [\d.]+(?:, \d+-shot [\d.]+)*)")
+PAPER_NAMES = {"seba": "SeBA", "knn": "kNN", "logreg": "LogReg"}
+
+
+def seed_means(logs: list[Path]) -> pd.DataFrame:
+    found: dict[tuple, float] = {}
+    for log in logs:
+        text = gzip.decompress(log.read_bytes()).decode() if log.suffix == ".gz" else log.read_text()
+        for line in text.splitlines():
+            match = LINE.match(line)
+            if not match:
+                continue
+            method = match["method"] or "seba"
+            dataset = match["dataset"] or match["bdataset"]
+            for shot, accuracy in re.findall(r"(\d+)-shot ([\d.]+)", match["scores"]):
+                key = (method, dataset, int(match["seed"]), int(shot))
+                if key in found and found[key] != float(accuracy):
+                    raise SystemExit(f"{log}: {method} {dataset} seed {key[2]} {shot}-shot is {accuracy} here, "
+                                     f"{found[key]} in an earlier log")
+                found[key] = float(accuracy)
+    if not found:
+        raise SystemExit("no per-seed evaluate or baseline lines in " + ", ".join(map(str, logs)))
+    return pd.DataFrame([(*k, v) for k, v in found.items()], columns=["method", "dataset", "seed", "shot", "accuracy"])
+
+
+def cells(means: pd.DataFrame) -> pd.DataFrame:
+    paper = pd.read_csv(ROOT / "data" / "reference" / "paper_results.csv")
+    paper = paper[paper["table"] == "main"].set_index(["method", "dataset", "shot"])["accuracy"]
+    rows = []
+    for (method, dataset, shot), group in means.groupby(["method", "dataset", "shot"], sort=False):
+        n = len(group)
+        mean = group["accuracy"].mean()
+        se = group["accuracy"].std(ddof=1) / n ** 0.5 if n > 1 else float("nan")
+        ref = paper.get((PAPER_NAMES.get(method, method), dataset, shot), float("nan"))
+        rows.append({"method": method, "dataset": dataset, "shot": shot, "seeds": n, "mean": round(mean, 2),
+                     "se": round(se, 2), "paper": ref, "diff": round(mean - ref, 2),
+                     "diff_in_se": round((mean - ref) / se, 1) if se > 0 else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("logs", nargs="+", type=Path)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    means = seed_means(args.logs).sort_values(["method", "dataset", "seed", "shot"], ignore_index=True)
+    table = cells(means)
+    print(table.to_string(index=False))
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        means.to_csv(args.out / "seed_means.csv", index=False)
+        table.to_csv(args.out / "cells.csv", index=False)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""The GPU run's helpers: benchmarks/gpu_protocol.py's params edits and benchmarks/protocol_cells.py's
+cells from stage logs."""
+
+import gzip
+import importlib.util
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_protocol_edits_dotted_keys_and_refuses_unknown_sections():
+    edit = load("gpu_protocol").edit_params
+    text = (ROOT / "params.yaml").read_text()
+    params = yaml.safe_load(edit(text, ["seeds=4", "pretrain.precision=tf32", "baselines.methods=[knn]"]))
+    assert params["seeds"] == [0, 1, 2, 3]
+    assert params["pretrain"]["precision"] == "tf32" and params["baselines"]["methods"] == ["knn"]
+    assert params["datasets"] == yaml.safe_load(text)["datasets"]  # the rest as it was
+    with pytest.raises(SystemExit, match="no section 'pretrian'"):
+        edit(text, ["pretrian.lr=0.1"])
+    with pytest.raises(SystemExit, match="KEY=VALUE"):
+        edit(text, ["seeds"])
+
+
+LOG = """[pretrain cmc r=0.1] 3 seeds: ...
+[evaluate cmc seed 0] 1-shot 36.00, 5-shot 42.00, 10-shot 46.00 (ensemble; 0.1s per seed, 3 seeds together)
+[evaluate cmc seed 1] 1-shot 38.00, 5-shot 44.00, 10-shot 47.00 (ensemble; 0.1s per seed, 3 seeds together)
+[evaluate cmc seed 2] 1-shot 37.00, 5-shot 43.00, 10-shot 45.00 (ensemble; 0.1s per seed, 3 seeds together)
+[baseline knn cmc seed 0] 1-shot 35.00, 5-shot 37.00, 10-shot 39.00 (0.0s)
+[baseline knn cmc seed 1] 1-shot 36.00, 5-shot 38.00, 10-shot 40.00 (0.0s)
+"""
+
+
+def test_protocol_cells_from_stage_lines(tmp_path):
+    cells = load("protocol_cells")
+    (tmp_path / "a.log").write_text(LOG)
+    (tmp_path / "b.log.gz").write_bytes(gzip.compress(LOG.splitlines()[1].encode()))  # a seed seen twice, the same
+    means = cells.seed_means([tmp_path / "a.log", tmp_path / "b.log.gz"])
+    assert len(means) == 3 * 3 + 2 * 3
+    table = cells.cells(means).set_index(["method", "dataset", "shot"])
+    seba = table.loc[("seba", "cmc", 1)]
+    assert seba["seeds"] == 3 and seba["mean"] == 37.0 and seba["se"] == round(1 / 3 ** 0.5, 2)
+    assert seba["paper"] == 36.76 and seba["diff"] == 0.24  # data/reference/paper_results.csv
+    assert table.loc[("knn", "cmc", 10)]["mean"] == 39.5 and table.loc[("knn", "cmc", 10)]["paper"] == 39.93
+
+
+def test_protocol_cells_refuses_a_seed_that_differs_between_logs(tmp_path):
+    cells = load("protocol_cells")
+    (tmp_path / "a.log").write_text(LOG)
+    (tmp_path / "b.log").write_text(LOG.splitlines()[1].replace("36.00", "36.50") + "\n")
+    with pytest.raises(SystemExit, match="seba cmc seed 0 1-shot is 36.50 here"):
+        cells.seed_means([tmp_path / "a.log", tmp_path / "b.log"])
+    (tmp_path / "c.log").write_text("nothing\n")
+    with pytest.raises(SystemExit, match="no per-seed"):
+        cells.seed_means([tmp_path / "c.log"])
