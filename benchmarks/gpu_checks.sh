@@ -15,7 +15,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${1:?OUTDIR SECONDS}; budget=${2:?OUTDIR SECONDS}; baseline=${3:-}
-methods=${METHODS:-[knn,logreg]}  # the baselines run beside SeBA (logreg: ~1 s per seed of a table, scikit-learn on the CPU)
+methods=${METHODS:-[knn,logreg]}  # the baselines run beside SeBA (logreg: scikit-learn on the CPU)
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 if [ -d .whl ]; then  # packages the machine lacks (pydantic), as wheels: benchmarks/device_wheels.py

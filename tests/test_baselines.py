@@ -187,3 +187,32 @@ def test_checking_params_imports_no_method_code():
                          cwd=Path(__file__).resolve().parents[1])
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_logreg_fits_with_one_blas_thread_and_scores_as_with_the_default(monkeypatch):
+    """Its tiny fits run with one BLAS thread (seba.baselines.logreg.BLAS_THREADS), which scores
+    the episodes as the library's default threads do (benchmarks/logreg_threads.py times both)."""
+    import sklearn.linear_model
+    from threadpoolctl import threadpool_info
+
+    import seba.baselines.logreg as logreg
+
+    X, y = toy()
+    support = np.stack([np.concatenate([np.flatnonzero(y == c)[i:i + 5] for c in range(3)]) for i in (0, 5, 10)])
+    labels = np.repeat(np.arange(3), 5)
+    seen = []
+    fit = sklearn.linear_model.LogisticRegression.fit
+
+    def recording_fit(self, *args, **kwargs):
+        seen.append(max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(sklearn.linear_model.LogisticRegression, "fit", recording_fit)
+    model = load_method("logreg")(CONFIGS["logreg"], 0, torch.device("cpu"))
+    one = model.scores(X, support, labels, 3, 5)
+    assert seen == [1, 1, 1]
+    monkeypatch.setattr(logreg, "BLAS_THREADS", None)
+    seen.clear()
+    default = model.scores(X, support, labels, 3, 5)
+    assert seen == [max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")] * 3
+    torch.testing.assert_close(one, default)

@@ -16,6 +16,14 @@ class LogregConfig:
     max_iter: PositiveInt = 1000
 
 
+# BLAS threads for the fits (None: the library's default, one per core). An episode's problem is
+# tiny (at most 100 support rows), so more threads only wait for each other: on the 2-core CPU one
+# thread scores the eight tables' seed 0 1.33x as fast when the machine is idle (income 4.7x) and
+# 2.7-24x as fast when other work shares the cores, with the same episodes
+# (benchmarks/logreg_threads.py, docs/performance.md#baselines).
+BLAS_THREADS: int | None = 1
+
+
 @register
 class LogReg(Method):
     """Multinomial logistic regression (scikit-learn, L2, lbfgs) on the support of each episode:
@@ -27,10 +35,12 @@ class LogReg(Method):
 
     def scores(self, x_test, support, support_labels, n_classes, shot):
         from sklearn.linear_model import LogisticRegression
+        from threadpoolctl import threadpool_limits
 
         out = np.zeros((len(support), len(x_test), n_classes), dtype=np.float32)
-        for e, rows in enumerate(support):
-            model = LogisticRegression(C=self.cfg.C, max_iter=self.cfg.max_iter)
-            model.fit(x_test[rows], support_labels)
-            out[e][:, model.classes_] = model.predict_log_proba(x_test)  # every class is in the support
+        with threadpool_limits(BLAS_THREADS, user_api="blas"):
+            for e, rows in enumerate(support):
+                model = LogisticRegression(C=self.cfg.C, max_iter=self.cfg.max_iter)
+                model.fit(x_test[rows], support_labels)
+                out[e][:, model.classes_] = model.predict_log_proba(x_test)  # every class is in the support
         return torch.from_numpy(out)
