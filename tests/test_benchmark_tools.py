@@ -62,3 +62,14 @@ def test_protocol_cells_refuses_a_seed_that_differs_between_logs(tmp_path):
     (tmp_path / "c.log").write_text("nothing\n")
     with pytest.raises(SystemExit, match="no per-seed"):
         cells.seed_means([tmp_path / "c.log"])
+
+
+def test_stack_tail_counts_the_epochs_stopped_seeds_wait_in_a_stack():
+    executed = load("stack_tail").executed_epochs
+    assert executed([3, 3, 3], 0.25) == 9
+    assert executed([1, 3], 0.0) == 1 + 1 + 1 + 1  # the first leaves after its epoch 1
+    # a quarter of four: the seed stopped at epoch 1 leaves at once; of the three left, the one
+    # stopped at 2 (a third) leaves too; then 3 and 10
+    assert executed([1, 2, 3, 10], 0.25) == 4 + 3 + 2 + 7
+    # a half: the seed stopped at 1 waits (1 of 4) until 2 has stopped too (2 of 4)
+    assert executed([1, 2, 3, 10], 0.5) == 4 + 4 + 2 + 7
