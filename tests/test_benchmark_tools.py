@@ -73,3 +73,18 @@ def test_stack_tail_counts_the_epochs_stopped_seeds_wait_in_a_stack():
     assert executed([1, 2, 3, 10], 0.25) == 4 + 3 + 2 + 7
     # a half: the seed stopped at 1 waits (1 of 4) until 2 has stopped too (2 of 4)
     assert executed([1, 2, 3, 10], 0.5) == 4 + 4 + 2 + 7
+
+
+def test_precision_check_pairs_the_seeds_and_applies_the_tolerance(tmp_path, capsys, monkeypatch):
+    check = load("precision_check")
+    (tmp_path / "fp32.log").write_text(LOG)
+    other = LOG.replace("1-shot 36.00", "1-shot 36.30").replace("1-shot 38.00", "1-shot 38.60")
+    (tmp_path / "tf32.log").write_text(other)
+    table = check.compare(check.seed_means([tmp_path / "fp32.log"]), check.seed_means([tmp_path / "tf32.log"]))
+    row = table.set_index(["dataset", "shot"]).loc[("cmc", 1)]
+    assert row["seeds"] == 3 and row["diff"] == 0.3 and row["se"] == round(0.3 / 3 ** 0.5, 2)
+    for tolerance, status in (("0.3", 0), ("0.29", 1)):
+        monkeypatch.setattr("sys.argv", ["precision_check.py", str(tmp_path / "fp32.log"), str(tmp_path / "tf32.log"),
+                                         "--tolerance", tolerance])
+        assert check.main() == status
+        assert ("PASS" if status == 0 else "FAIL") in capsys.readouterr().out

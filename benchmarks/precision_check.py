@@ -1,0 +1,67 @@
+"""Whether a faster precision may become the CUDA default: its ensemble accuracy against fp32's on
+the same seeds and episodes, per table and shot, from the two runs' stage logs.
+
+Usage (repository root):
+    python benchmarks/precision_check.py FP32_LOG TF32_LOG [--tolerance 0.3] [--csv OUT.csv]
+
+Each LOG is `dvc repro`'s output or `benchmarks/gpu_protocol.py`'s log (gzipped or not) of one run
+(`benchmarks/gpu_precision.sh` makes both). From SeBA's per-seed lines (`[evaluate <dataset> seed
+<s>] ...`, see benchmarks/protocol_cells.py) it prints, per table and shot, the mean over the
+seeds both runs have in each precision, the difference (other − fp32) and its standard error from
+the paired seed differences; then the verdict: the other precision passes when every table's
+difference is within `--tolerance` points (the project's rule for making it the CUDA default).
+Exits 1 when it does not pass, 2 when the runs share no table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from protocol_cells import seed_means  # noqa: E402
+
+
+def compare(fp32: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset and shot: seeds, both means, the difference and its paired standard error."""
+    keys = ["dataset", "seed", "shot"]
+    both = fp32[fp32["method"] == "seba"].merge(other[other["method"] == "seba"], on=keys, suffixes=("_fp32", "_other"))
+    rows = []
+    for (dataset, shot), group in both.groupby(["dataset", "shot"], sort=False):
+        diff = group["accuracy_other"] - group["accuracy_fp32"]
+        n = len(group)
+        rows.append({"dataset": dataset, "shot": shot, "seeds": n, "fp32": round(group["accuracy_fp32"].mean(), 2),
+                     "other": round(group["accuracy_other"].mean(), 2), "diff": round(diff.mean(), 2),
+                     "se": round(diff.std(ddof=1) / n ** 0.5, 2) if n > 1 else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("fp32_log", type=Path)
+    parser.add_argument("other_log", type=Path)
+    parser.add_argument("--tolerance", type=float, default=0.3)
+    parser.add_argument("--csv", type=Path)
+    args = parser.parse_args()
+    table = compare(seed_means([args.fp32_log]), seed_means([args.other_log]))
+    if table.empty:
+        print("the two runs share no table and seed")
+        return 2
+    print(table.to_string(index=False))
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    worst = table.loc[table["diff"].abs().idxmax()]
+    passed = bool((table["diff"].abs() <= args.tolerance).all())
+    print(f"{'PASS' if passed else 'FAIL'}: largest difference {worst['diff']:+.2f} ({worst['dataset']}, "
+          f"{worst['shot']}-shot) against the tolerance {args.tolerance}; {table['seeds'].min()} to "
+          f"{table['seeds'].max()} seeds per cell, {table['dataset'].nunique()} tables")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
