@@ -18,11 +18,7 @@ out=${1:?OUTDIR SECONDS}; budget=${2:?OUTDIR SECONDS}; baseline=${3:-}
 methods=${METHODS:-[knn,logreg]}  # the baselines run beside SeBA (logreg: scikit-learn on the CPU)
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
-if [ -d .whl ]; then  # packages the machine lacks (pydantic), as wheels: benchmarks/device_wheels.py
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    || { echo "installing .whl/ failed"; exit 1; }
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
+. benchmarks/wheels.sh  # packages the machine lacks, carried as wheels in .whl/
 python3 -c "import seba.config" || exit 1
 t0=$(date +%s)
 left() { echo $(( budget - ($(date +%s) - t0) )); }

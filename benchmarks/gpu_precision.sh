@@ -15,11 +15,7 @@ cd "$(dirname "$0")/.." || exit 1
 out=${1:?OUTDIR SECONDS}; budget=${2:?OUTDIR SECONDS}; seeds=${3:-10}; other=${4:-tf32}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    || { echo "installing .whl/ failed"; exit 1; }
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
+. benchmarks/wheels.sh  # packages the machine lacks, carried as wheels in .whl/
 t0=$(date +%s)
 timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py > "$out/test_cuda.log" 2>&1
 tail -3 "$out/test_cuda.log"

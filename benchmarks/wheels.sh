@@ -1,0 +1,8 @@
+# Sourced by the GPU scripts (gpu_checks.sh, gpu_precision.sh) from the repository root: the wheels
+# carried in .whl/ (packages the GPU machine lacks, such as pydantic; benchmarks/device_wheels.py)
+# installed into /tmp/site, which goes first on PYTHONPATH.
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || { echo "installing .whl/ failed"; exit 1; }
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
