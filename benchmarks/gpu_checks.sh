@@ -11,10 +11,12 @@
 # timings.json and tables_<k>.tgz. SECONDS is the whole run's budget. BASELINE_CODE is a folder
 # holding the `seba` package of the per-seed path (`git archive 61acc39 seba | tar x -C DIR`;
 # default: extracted from git, which needs the repository's history). METHODS=[knn] leaves out the
-# logistic-regression baseline.
+# logistic-regression baseline; TABLES="dna pixel" runs the protocol on those tables only, in that
+# order (default: all eight, the cheapest first); STACKING=0 skips the stacking benchmark.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${1:?OUTDIR SECONDS}; budget=${2:?OUTDIR SECONDS}; baseline=${3:-}
+tables=${TABLES:-cmc diabetes semeion dna pixel karhunen optdigits income}
 methods=${METHODS:-[knn,logreg]}  # the baselines run beside SeBA (logreg: scikit-learn on the CPU)
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
@@ -29,7 +31,7 @@ left() { echo $(( budget - ($(date +%s) - t0) )); }
   echo "== tests/test_cuda.py"
   timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py 2>&1
   echo "== stacking: $(left) s left"
-  timeout 150 python3 benchmarks/stacking.py --device cuda --dataset karhunen --stacks 1,5,25,100 \
+  [ "${STACKING:-1}" = 0 ] || timeout 150 python3 benchmarks/stacking.py --device cuda --dataset karhunen --stacks 1,5,25,100 \
     --seeds 10 --max-epochs 100 --repeats 1 ${baseline:+--baseline-code "$baseline"} 2>&1
   echo "== stacking done: $(left) s left"
 } > "$out/checks.log" 2>&1
@@ -37,7 +39,7 @@ cat "$out/checks.log"
 rest=$(( $(left) - 15 ))
 echo "== protocol: $rest s"
 timeout "$rest" python3 benchmarks/gpu_protocol.py --set seeds=100 fetch.source=snapshot "baselines.methods=$methods" \
-  --datasets cmc diabetes semeion dna pixel karhunen optdigits income \
+  --datasets $tables \
   --deadline $(( rest * 2 / 3 )) --out "$out" > "$out/protocol.log" 2>&1
 echo "protocol exit $?"
 grep '^==' "$out/protocol.log"
