@@ -10,7 +10,8 @@ and `[baseline <method> <dataset> seed <s>] 1-shot <acc>, ...` of `dvc repro`'s 
 `benchmarks/gpu_protocol.py`'s log, gzipped or not (a seed seen in several logs must have the same accuracies in
 each, else the script stops). Prints, per method, dataset and shot: the seeds, the mean of the
 seed means, its standard error from their spread, the paper's value
-(`data/reference/paper_results.csv`, table `main`), the difference and the difference in
+(`data/reference/paper_results.csv`, `seba.report.load_paper`; a baseline's row is its
+`paper_name`), the difference and the difference in
 standard errors. `--out DIR` writes `seed_means.csv` (method, dataset, seed, shot, accuracy) and
 `cells.csv` (the printed table). The lines carry two decimals: a mean over 100 seeds moves by
 less than 0.005 from their rounding.
@@ -27,9 +28,9 @@ from pathlib import Path
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 LINE = re.compile(r"^\[(?:evaluate (?P<dataset>\S+)|baseline (?P<method>\S+) (?P<bdataset>\S+)) seed (?P<seed>\d+)\] "
                   r"(?P<scores>\d+-shot [\d.]+(?:, \d+-shot [\d.]+)*)")
-PAPER_NAMES = {"seba": "SeBA", "knn": "kNN", "logreg": "LogReg"}
 
 
 def seed_means(logs: list[Path]) -> pd.DataFrame:
@@ -53,15 +54,26 @@ def seed_means(logs: list[Path]) -> pd.DataFrame:
     return pd.DataFrame([(*k, v) for k, v in found.items()], columns=["method", "dataset", "seed", "shot", "accuracy"])
 
 
+def paper_values(method: str) -> pd.Series:
+    """The paper's accuracy of ``method`` (``seba`` or a baseline's name) by (dataset, shot);
+    empty for a method the paper has no row of."""
+    from seba.baselines.base import load_method
+    from seba.report import load_paper
+
+    name = "SeBA" if method == "seba" else load_method(method).paper_name
+    if name is None:
+        return pd.Series(dtype=float)
+    return load_paper(ROOT / "data" / "reference" / "paper_results.csv", name).set_index(["dataset", "shot"])["paper"]
+
+
 def cells(means: pd.DataFrame) -> pd.DataFrame:
-    paper = pd.read_csv(ROOT / "data" / "reference" / "paper_results.csv")
-    paper = paper[paper["table"] == "main"].set_index(["method", "dataset", "shot"])["accuracy"]
+    paper = {method: paper_values(method) for method in means["method"].unique()}
     rows = []
     for (method, dataset, shot), group in means.groupby(["method", "dataset", "shot"], sort=False):
         n = len(group)
         mean = group["accuracy"].mean()
         se = group["accuracy"].std(ddof=1) / n ** 0.5 if n > 1 else float("nan")
-        ref = paper.get((PAPER_NAMES.get(method, method), dataset, shot), float("nan"))
+        ref = paper[method].get((dataset, shot), float("nan"))
         rows.append({"method": method, "dataset": dataset, "shot": shot, "seeds": n, "mean": round(mean, 2),
                      "se": round(se, 2), "paper": ref, "diff": round(mean - ref, 2),
                      "diff_in_se": round((mean - ref) / se, 1) if se > 0 else float("nan")})
