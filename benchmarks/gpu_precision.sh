@@ -20,14 +20,12 @@ t0=$(date +%s)
 timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py > "$out/test_cuda.log" 2>&1
 tail -3 "$out/test_cuda.log"
 half=$(( (budget - ($(date +%s) - t0)) / 2 ))
-# every table's own precision too (params.yaml pins fp32 on some)
-tables=$(python3 -c "import yaml; print(' '.join(yaml.safe_load(open('params.yaml'))['datasets']))")
+# the tables whose own `pretrain` values in `sources` set a precision (params.yaml pins fp32 on some)
+pinned=$(python3 -c "import yaml; p = yaml.safe_load(open('params.yaml'))
+print(' '.join(t for t in p['datasets'] if 'precision' in (p['sources'][t].get('pretrain') or {})))")
 for precision in fp32 "$other"; do
   sets=(seeds="$seeds" fetch.source=snapshot 'baselines.methods=[]' pretrain.precision="$precision")
-  for t in $tables; do
-    python3 -c "import sys, yaml; p = yaml.safe_load(open('params.yaml')); sys.exit(0 if 'precision' in (p['sources'][sys.argv[1]].get('pretrain') or {}) else 1)" "$t" \
-      && sets+=("sources.$t.pretrain.precision=$precision")
-  done
+  for t in $pinned; do sets+=("sources.$t.pretrain.precision=$precision"); done
   rm -rf "/tmp/run_$precision"
   timeout "$half" python3 benchmarks/gpu_protocol.py --set "${sets[@]}" --out "/tmp/run_$precision" > "$out/$precision.log" 2>&1
   echo "$precision: exit $?; $(grep -c '^\[evaluate' "$out/$precision.log") seed lines"
