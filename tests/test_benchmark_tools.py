@@ -88,3 +88,39 @@ def test_precision_check_pairs_the_seeds_and_applies_the_tolerance(tmp_path, cap
                                          "--tolerance", tolerance])
         assert check.main() == status
         assert ("PASS" if status == 0 else "FAIL") in capsys.readouterr().out
+
+
+def _precision_run(folder, accuracy, stops, support="aa"):
+    """A gpu_protocol.py output folder: one table (cmc), two seeds, one ratio, one shot."""
+    import io
+    import json
+    import tarfile
+
+    folder.mkdir()
+    episodes = "seed,shot,episode,member,accuracy,balanced_accuracy,probe_iterations,support_hash\n" + "".join(
+        f"{seed},1,{e},{member},{accuracy[(seed, member)] + e},0,0,{support}{e}\n"
+        for seed in (0, 1) for member in ("r0.1", "ensemble") for e in (0, 1))
+    log = {"seeds": {str(seed): {"stop_epoch": stops[seed], "best_val_loss": 2.0 + seed} for seed in (0, 1)}}
+    with tarfile.open(folder / "tables_0.tgz", "w:gz") as archive:
+        for name, text in (("reports/episodes/cmc.csv", episodes), ("data/models/cmc/r0.1/log.json", json.dumps(log))):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return folder
+
+
+def test_precision_seeds_compares_stops_and_accuracies_of_the_same_episodes(tmp_path):
+    seeds = load("precision_seeds")
+    fp32 = _precision_run(tmp_path / "fp32", {(0, "r0.1"): 50, (0, "ensemble"): 60, (1, "r0.1"): 40, (1, "ensemble"): 70},
+                          {0: 10, 1: 20})
+    tf32 = _precision_run(tmp_path / "tf32", {(0, "r0.1"): 49, (0, "ensemble"): 60, (1, "r0.1"): 39, (1, "ensemble"): 71},
+                          {0: 10, 1: 25})
+    row = seeds.compare(seeds.read_run(fp32), seeds.read_run(tf32)).iloc[0]
+    assert row["dataset"] == "cmc" and row["encoders"] == 2 and row["same_stop"] == 1
+    assert row["median_stop_fp32"] == 15 and row["median_stop_other"] == 17.5
+    assert row["member_diff"] == -1.0 and row["ensemble_diff"] == 0.5 and row["median_val_loss_rel"] == 0
+    other = _precision_run(tmp_path / "other", {k: 0 for k in [(0, "r0.1"), (0, "ensemble"), (1, "r0.1"), (1, "ensemble")]},
+                           {0: 10, 1: 20}, support="bb")
+    with pytest.raises(SystemExit, match="cmc: the two runs drew different episodes"):
+        seeds.compare(seeds.read_run(fp32), seeds.read_run(other))
