@@ -12,7 +12,8 @@
 # holding the `seba` package of the per-seed path (`git archive 61acc39 seba | tar x -C DIR`;
 # default: extracted from git, which needs the repository's history). METHODS=[knn] leaves out the
 # logistic-regression baseline; TABLES="dna pixel" runs the protocol on those tables only, in that
-# order (default: all eight, the cheapest first); STACKING=0 skips the stacking benchmark.
+# order (default: all eight, the cheapest first); STACKING=0 skips the stacking benchmark, TESTS=0
+# the CUDA tests; METHODS=[] runs SeBA alone (the baselines' stages need no GPU: run them elsewhere).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${1:?OUTDIR SECONDS}; budget=${2:?OUTDIR SECONDS}; baseline=${3:-}
@@ -29,7 +30,7 @@ left() { echo $(( budget - ($(date +%s) - t0) )); }
   python3 -c "import platform, torch; print('python', platform.python_version(), 'torch', torch.__version__, 'cpu', platform.processor())"
   nproc
   echo "== tests/test_cuda.py"
-  timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py 2>&1
+  [ "${TESTS:-1}" = 0 ] || timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py 2>&1
   echo "== stacking: $(left) s left"
   [ "${STACKING:-1}" = 0 ] || timeout 150 python3 benchmarks/stacking.py --device cuda --dataset karhunen --stacks 1,5,25,100 \
     --seeds 10 --max-epochs 100 --repeats 1 ${baseline:+--baseline-code "$baseline"} 2>&1
