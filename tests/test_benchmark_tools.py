@@ -59,6 +59,10 @@ def test_protocol_cells_refuses_a_seed_that_differs_between_logs(tmp_path):
     (tmp_path / "b.log").write_text(LOG.splitlines()[1].replace("36.00", "36.50") + "\n")
     with pytest.raises(SystemExit, match="seba cmc seed 0 1-shot is 36.50 here"):
         cells.seed_means([tmp_path / "a.log", tmp_path / "b.log"])
+    # 0.01 apart: the printed rounding of a mean whose last bits differ between devices; the first kept
+    (tmp_path / "d.log").write_text(LOG.splitlines()[1].replace("36.00", "36.01") + "\n")
+    means = cells.seed_means([tmp_path / "a.log", tmp_path / "d.log"]).set_index(["method", "dataset", "seed", "shot"])
+    assert means.loc[("seba", "cmc", 0, 1), "accuracy"] == 36.0
     (tmp_path / "c.log").write_text("nothing\n")
     with pytest.raises(SystemExit, match="no per-seed"):
         cells.seed_means([tmp_path / "c.log"])
