@@ -7,10 +7,10 @@ Usage (repository root):
 
 Reads the lines `[evaluate <dataset> seed <s>] 1-shot <acc>, 5-shot <acc>, ...` (SeBA's ensemble)
 and `[baseline <method> <dataset> seed <s>] 1-shot <acc>, ...` of `dvc repro`'s output or
-`benchmarks/gpu_protocol.py`'s log, gzipped or not (a seed seen in several logs must have the same accuracies in
-each within 0.01, the printed rounding of means whose last bits differ between devices, else the
-script stops; the first log's value is kept). Prints, per method, dataset and shot: the seeds, the mean of the
-seed means, its standard error from their spread, the paper's value
+`benchmarks/gpu_protocol.py`'s log, gzipped or not (a seed seen in several logs must have the
+same accuracies in each within 0.01, the printed rounding of means whose last bits differ between
+devices, else the script stops; the first log's value is kept). Prints, per method, dataset and
+shot: the seeds, the mean of the seed means, its standard error from their spread, the paper's value
 (`data/reference/paper_results.csv`, `seba.report.load_paper`; a baseline's row is its
 `paper_name`), the difference and the difference in
 standard errors. `--out DIR` writes `seed_means.csv` (method, dataset, seed, shot, accuracy) and

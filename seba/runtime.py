@@ -105,9 +105,7 @@ def resolve_precision(name: str, device) -> str:
     bf16 to pay there, its casts add kernels, and on an H100 a bf16 step took 1.06-2.23x as
     long as an fp32 one in 11 of 12 measured pairs (benchmarks/speed.py --device cuda;
     docs/performance.md). ``tf32`` (fp32 weights, TensorFloat-32 products) is a CUDA mode:
-    elsewhere it is fp32. It is not what ``auto`` picks on CUDA: 1.32x as fast as fp32 over ten
-    seeds of the eight tables on an H100, but income's ensemble lost 0.4-0.9 points and dna's
-    about 1, beyond the 0.3-point rule (docs/performance.md#precision-on-an-h100)."""
+    elsewhere it is fp32."""
     if name == "auto":
         return "bf16" if device.type == "cpu" and native_bf16(device) else "fp32"
     if name == "tf32" and device.type != "cuda":
