@@ -90,21 +90,39 @@ def train(run: PretrainRun, tracker) -> None:
     paths.models(run.root, run.dataset, run.ratio).mkdir(parents=True, exist_ok=True)
     run.start = time.perf_counter()
     if run.executor is None:
-        results = ((result, None) for stack in pretrain_many(run.jobs, run.workers, run.worker_threads)
-                   for result in stack)
+        stacks = ((stack, None) for stack in pretrain_many(run.jobs, run.workers, run.worker_threads))
     else:
         pieces = [(job["members"], job["groups"], job["ratio"], job["cfg"], job["label"]) for job in run.jobs]
-        results = ((result, placement) for stack, placement in run.executor.map(
-            train_chunk, pieces, [job["label"] for job in run.jobs], run.gpus_per_task) for result in stack)
-    for i, (data, (result, placement)) in enumerate(zip(run.seeds, results), start=1):
-        record(run, data, result, i, tracker, placement)
+        stacks = run.executor.map(train_chunk, pieces, [job["label"] for job in run.jobs], run.gpus_per_task)
+    for i, (data, (result, placement, trained)) in enumerate(zip(run.seeds, arrivals(stacks)), start=1):
+        record(run, data, result, i, tracker, placement, trained)
     tracker.log_metrics({"seconds": round(time.perf_counter() - run.start, 3)})
 
 
+def arrivals(stacks):
+    """Each trained seed's result as its stack arrives, with the stack's placement and how many
+    seeds have finished training by then: a stack's seeds all finish together."""
+    trained = 0
+    for stack, placement in stacks:
+        trained += len(stack)
+        for result in stack:
+            yield result, placement, trained
+
+
+def progress(elapsed: float, trained: int, total: int) -> str:
+    """What is left of the stage, from the seconds that ``trained`` of ``total`` seeds took
+    (empty once every seed has trained)."""
+    left = total - trained
+    if left <= 0:
+        return ""
+    return f"; {left} seed{'s' if left > 1 else ''} still to train, stage ~{format_seconds(elapsed / trained * left)} left"
+
+
 def record(run: PretrainRun, data: SeedData, result: PretrainResult, i: int, tracker,
-           placement: dict | None = None) -> None:
+           placement: dict | None = None, trained: int | None = None) -> None:
     """One trained seed (the ``i``-th): health check, checkpoint, log entry, tracked metrics and
-    series; ``placement``: where its Ray task ran (seba.executor)."""
+    series; ``placement``: where its Ray task ran (seba.executor); ``trained``: seeds whose training
+    has finished (default ``i``), for the time left."""
     seed, label, cfg, device = data.seed, data.label, run.cfg, run.device
     child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed, **placement_tags(placement)})
     warning = check_training(result.val_loss, encode(result.encoder_state, run.model_config, data.x_val, device),
@@ -132,5 +150,5 @@ def record(run: PretrainRun, data: SeedData, result: PretrainResult, i: int, tra
     elapsed = time.perf_counter() - run.start
     why = f"step cap {cfg.max_steps} reached" if result.capped else "stopped"
     log(f"{label} done: best val {result.best_val_loss:.4f} at epoch {result.best_epoch}, {why} at "
-        f"epoch {result.stop_epoch} ({result.steps} steps), {format_seconds(result.seconds)}; stage "
-        f"~{format_seconds(elapsed / i * (len(run.seeds) - i))} left")
+        f"epoch {result.stop_epoch} ({result.steps} steps), {format_seconds(result.seconds)}"
+        + progress(elapsed, trained or i, len(run.seeds)))

@@ -157,3 +157,15 @@ def test_fused_adam_makes_torch_adams_update_and_keeps_members_state():
         ((p - t) ** 3).sum().backward()
         opt.step()
     assert torch.equal(c, a.detach()[kept])
+
+
+def test_progress_counts_a_stacks_seeds_as_trained_together():
+    from seba.pretrain_stage import arrivals, progress
+    stacks = [(["a", "b", "c"], None), (["d"], {"node": "n1"})]
+    assert list(arrivals(iter(stacks))) == [("a", None, 3), ("b", None, 3), ("c", None, 3),
+                                            ("d", {"node": "n1"}, 4)]
+    # one stack of 100 trained in 20 s: nothing is left, whichever seed is recorded first
+    assert progress(20.0, 100, 100) == ""
+    # the first of two stacks of 50 took 20 s: the other 50 seeds, about 20 s more
+    assert progress(20.0, 50, 100) == "; 50 seeds still to train, stage ~20s left"
+    assert progress(30.0, 2, 3) == "; 1 seed still to train, stage ~15s left"
