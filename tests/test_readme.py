@@ -4,6 +4,7 @@ import importlib.util
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from seba.report import headline_markdown
 
@@ -20,8 +21,39 @@ def _script():
 def test_readme_results_block_equals_the_generated_one():
     script = _script()
     readme = (ROOT / "README.md").read_text()
-    expected = script.block(ROOT / "reports" / "results.csv")
+    expected = script.current_block(readme)  # from the source the block names, else reports/results.csv
     assert expected in readme, "README.md's results block is stale: run python benchmarks/readme_table.py --write"
+
+
+def _cells(rows):
+    return pd.DataFrame(rows, columns=["method", "dataset", "shot", "seeds", "mean", "se", "paper", "diff", "diff_in_se"])
+
+
+def test_protocol_block_reports_standard_errors_and_which_misses_exceed_them(tmp_path):
+    script = _script()
+    cells = _cells([
+        ("seba", "a", 1, 100, 50.0, 0.5, 53.0, -3.0, -6.0),   # a miss, 6 SE
+        ("seba", "a", 5, 100, 60.0, 1.5, 57.5, 2.5, 1.67),   # above by 2.5, within noise
+        ("seba", "b", 1, 100, 70.0, 0.2, 70.5, -0.5, -2.5),
+        ("seba", "b", 5, 100, 80.0, 0.2, float("nan"), float("nan"), float("nan")),
+        ("knn", "a", 1, 100, 40.0, 0.1, 41.0, -1.0, -10.0)])   # not SeBA: left out
+    text = script.protocol_markdown(cells, ["a", "b"])
+    assert "| a | **50.00 ± 0.50** (53.00) | 60.00 ± 1.50 (57.50) |" in text
+    assert "| b | 70.00 ± 0.20 (70.50) | 80.00 ± 0.20 |" in text
+    assert "mean over 100 seeds" in text and "2 of 3 cells within 2 points" in text
+    assert "a 1-shot -3.00 (-6.0 SE), a 5-shot +2.50 (+1.7 SE); 1 of these 2 differ by more than 3" in text
+    path = tmp_path / "cells.csv"
+    cells.to_csv(path, index=False)
+    block = script.protocol_block(path, ["a", "b"])
+    readme = f"intro\n{script.START}\nold\n{script.END}\nrest"
+    written = script.replace(readme, block)
+    assert f"<!-- from: {path} -->" in written and written.endswith("rest")
+    with pytest.raises(SystemExit, match="no SeBA cells for c"):
+        script.protocol_markdown(cells, ["a", "b", "c"])
+    mixed = cells.copy()
+    mixed.loc[2, "seeds"] = 10
+    with pytest.raises(SystemExit, match="seed counts differ .*a: 100, b: 10/100"):
+        script.protocol_markdown(mixed, ["a", "b"])
 
 
 def test_headline_marks_misses_and_counts_them():
