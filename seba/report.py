@@ -252,23 +252,34 @@ def headline_markdown(table: pd.DataFrame) -> str:
         cells = []
         for shot in shots:
             row = group[group["shot"] == shot].iloc[0]
-            value = f"{row.accuracy:.2f}"
-            if pd.notna(row.paper) and row.accuracy < row.paper - MISS_MARGIN:
-                value = f"**{value}**"
-            cells.append(value if pd.isna(row.paper) else f"{value} ({row.paper:.2f})")
+            cells.append(beside_paper(f"{row.accuracy:.2f}", row.accuracy, row.paper))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    scored = ens.dropna(subset=["paper"])
-    diff = scored["accuracy"] - scored["paper"]
-    within = int((diff >= -MISS_MARGIN).sum())
     seeds, episodes = int(ens["seeds"].iloc[0]), int(ens["episodes"].iloc[0]) // int(ens["seeds"].iloc[0])
-    means = " / ".join(f"{ens[ens['shot'] == s]['accuracy'].mean():.2f}" for s in shots)
-    paper_means = " / ".join(f"{scored[scored['shot'] == s]['paper'].mean():.2f}" for s in shots)
     lines += ["", f"Ensemble accuracy (%), mean over {seeds} seed{'s' if seeds > 1 else ''} × {episodes} episodes; "
               f"the paper's value in brackets, bold where more than {MISS_MARGIN:g} points under it. "
-              f"{within} of {len(scored)} cells within {MISS_MARGIN:g} points of the paper or above; "
-              f"mean |difference| {diff.abs().mean():.2f}, mean difference {diff.mean():+.2f}; "
-              f"means over the datasets {means} (paper {paper_means})."]
+              + agreement(ens, "accuracy", shots)]
     return "\n".join(lines) + "\n"
+
+
+def beside_paper(text: str, value: float, paper: float) -> str:
+    """A cell's text with the paper's value in brackets, bold where more than MISS_MARGIN points
+    under it."""
+    if pd.notna(paper) and value < paper - MISS_MARGIN:
+        text = f"**{text}**"
+    return text if pd.isna(paper) else f"{text} ({paper:.2f})"
+
+
+def agreement(cells: pd.DataFrame, column: str, shots: list) -> str:
+    """How a table of cells (``column`` beside ``paper``, per dataset and shot) meets the paper:
+    cells within MISS_MARGIN or above, mean differences, means over the datasets."""
+    scored = cells.dropna(subset=["paper"])
+    diff = scored[column] - scored["paper"]
+    within = int((diff >= -MISS_MARGIN).sum())
+    means = " / ".join(f"{cells[cells['shot'] == s][column].mean():.2f}" for s in shots)
+    paper_means = " / ".join(f"{scored[scored['shot'] == s]['paper'].mean():.2f}" for s in shots)
+    return (f"{within} of {len(scored)} cells within {MISS_MARGIN:g} points of the paper or above; "
+            f"mean |difference| {diff.abs().mean():.2f}, mean difference {diff.mean():+.2f}; "
+            f"means over the datasets {means} (paper {paper_means}).")
 
 
 def write_reports(params, root: Path) -> tuple[dict, dict]:
