@@ -49,11 +49,10 @@ def protocol_markdown(cells: pd.DataFrame, datasets: list[str] | None = None) ->
     if missing:
         raise SystemExit(f"error: no SeBA cells for {', '.join(missing)} (params.yaml's datasets); "
                          "run them first, or pass --partial")
-    counts = seba.groupby("dataset")["seeds"].agg(lambda s: sorted(set(s)))
-    mixed = {name: seeds for name, seeds in counts.items() if len(seeds) > 1}
-    if mixed or len({seeds[0] for seeds in counts}) > 1:
+    if seba["seeds"].nunique() > 1:
+        counts = seba.groupby("dataset")["seeds"].agg(lambda s: "/".join(map(str, sorted(set(s)))))
         raise SystemExit("error: the cells' seed counts differ (" + ", ".join(
-            f"{name}: {'/'.join(map(str, seeds))}" for name, seeds in counts.items()) + "): one table needs one protocol")
+            f"{name}: {seeds}" for name, seeds in counts.items()) + "): one table needs one protocol")
     seeds = int(seba["seeds"].iloc[0])
     shots = sorted(seba["shot"].unique())
     lines = ["| dataset | " + " | ".join(f"{s}-shot" for s in shots) + " |", "|---" * (len(shots) + 1) + "|"]
