@@ -12,14 +12,14 @@
 # holding the `seba` package of the per-seed path (`git archive 61acc39 seba | tar x -C DIR`;
 # default: extracted from git, which needs the repository's history). METHODS=[knn] leaves out the
 # logistic-regression baseline; TABLES="dna pixel" runs the protocol on those tables only, in that
-# order (default: all eight, the cheapest first); STACKING=0 skips the stacking benchmark, TESTS=0
+# order (default: params.yaml's datasets, cheapest first); STACKING=0 skips the stacking benchmark, TESTS=0
 # the CUDA tests; METHODS=[] runs SeBA alone (the baselines' stages need no GPU: run them elsewhere);
 # DEADLINE=S starts no table after S seconds of the protocol (default: two thirds of its time), so
 # that a table too long for the time left is not started and lost.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${1:?OUTDIR SECONDS}; budget=${2:?OUTDIR SECONDS}; baseline=${3:-}
-tables=${TABLES:-cmc diabetes semeion dna pixel karhunen optdigits income}
+tables=${TABLES:-}  # empty: params.yaml's datasets, cheapest first (gpu_protocol.py's CHEAPEST_FIRST)
 methods=${METHODS:-[knn,logreg]}  # the baselines run beside SeBA (logreg: scikit-learn on the CPU)
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
@@ -40,9 +40,10 @@ left() { echo $(( budget - ($(date +%s) - t0) )); }
 } > "$out/checks.log" 2>&1
 cat "$out/checks.log"
 rest=$(( $(left) - 15 ))
+if [ -n "$tables" ]; then order=(--datasets $tables); else order=(--cheapest-first); fi
 echo "== protocol: $rest s"
 timeout "$rest" python3 benchmarks/gpu_protocol.py --set seeds=100 fetch.source=snapshot "baselines.methods=$methods" \
-  --datasets $tables \
+  "${order[@]}" \
   --deadline "${DEADLINE:-$(( rest * 2 / 3 ))}" --out "$out" > "$out/protocol.log" 2>&1
 echo "protocol exit $?"
 grep '^==' "$out/protocol.log"

@@ -27,13 +27,9 @@ t0=$(date +%s)
 left() { echo $(( budget - ($(date +%s) - t0) - 10 )); }  # 10 s kept for the checks
 timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py > "$out/test_cuda.log" 2>&1
 tail -3 "$out/test_cuda.log"
-# the tables whose own `pretrain` values in `sources` set a precision (params.yaml pins fp32 on some),
-# and every table, cheapest first (known ones in this order, any others after them)
-read -r pinned tables < <(python3 -c "import yaml; p = yaml.safe_load(open('params.yaml'))
-order = 'cmc diabetes semeion pixel karhunen dna optdigits income'.split()
-tables = sorted(p['datasets'], key=lambda t: order.index(t) if t in order else len(order))
-pinned = [t for t in p['datasets'] if 'precision' in (p['sources'][t].get('pretrain') or {})]
-print(','.join(pinned) or '-', ' '.join(tables))")
+# the tables whose own `pretrain` values in `sources` set a precision (params.yaml pins fp32 on some)
+pinned=$(python3 -c "import yaml; p = yaml.safe_load(open('params.yaml'))
+print(' '.join(t for t in p['datasets'] if 'precision' in (p['sources'][t].get('pretrain') or {})))")
 cp params.yaml /tmp/params.yaml.orig  # a run stopped by its time limit leaves its edits behind
 run=0
 for precision in fp32 ${others//,/ }; do
@@ -42,8 +38,8 @@ for precision in fp32 ${others//,/ }; do
   case $run in 1) limit=$(( $(left) / 2 ));; 2) limit=$(left);; *) limit=$(left); deadline=$(( limit * 3 / 5 ));; esac
   [ "$limit" -gt 30 ] || { echo "$precision: no time left"; break; }
   sets=(seeds="$seeds" fetch.source=snapshot 'baselines.methods=[]' pretrain.precision="$precision")
-  for t in ${pinned//,/ }; do [ "$t" = - ] || sets+=("sources.$t.pretrain.precision=$precision"); done
-  timeout "$limit" python3 benchmarks/gpu_protocol.py --set "${sets[@]}" --datasets $tables \
+  for t in $pinned; do sets+=("sources.$t.pretrain.precision=$precision"); done
+  timeout "$limit" python3 benchmarks/gpu_protocol.py --set "${sets[@]}" --cheapest-first \
     --deadline "$deadline" --out "$work/$precision" > "$work/$precision.log" 2>&1
   echo "$precision: exit $? after $(( $(date +%s) - t0 )) s (limit $limit s); $(grep -c '^\[evaluate' "$work/$precision.log") seed lines" \
     | tee -a "$out/check.txt"

@@ -128,3 +128,8 @@ def test_precision_seeds_compares_stops_and_accuracies_of_the_same_episodes(tmp_
                            {0: 10, 1: 20}, support="bb")
     with pytest.raises(SystemExit, match="cmc: the two runs drew different episodes"):
         seeds.compare(seeds.read_run(fp32), seeds.read_run(other))
+
+
+def test_gpu_protocol_orders_the_tables_cheapest_first():
+    order = load("gpu_protocol").cheapest_first
+    assert order(["income", "mine", "cmc", "diabetes", "yours"]) == ["diabetes", "cmc", "income", "mine", "yours"]
