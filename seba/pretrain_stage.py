@@ -94,8 +94,8 @@ def train(run: PretrainRun, tracker) -> None:
     else:
         pieces = [(job["members"], job["groups"], job["ratio"], job["cfg"], job["label"]) for job in run.jobs]
         stacks = run.executor.map(train_chunk, pieces, [job["label"] for job in run.jobs], run.gpus_per_task)
-    for i, (data, (result, placement, trained)) in enumerate(zip(run.seeds, arrivals(stacks)), start=1):
-        record(run, data, result, i, tracker, placement, trained)
+    for data, (result, placement, trained) in zip(run.seeds, arrivals(stacks)):
+        record(run, data, result, trained, tracker, placement)
     tracker.log_metrics({"seconds": round(time.perf_counter() - run.start, 3)})
 
 
@@ -118,11 +118,11 @@ def progress(elapsed: float, trained: int, total: int) -> str:
     return f"; {left} seed{'s' if left > 1 else ''} still to train, stage ~{format_seconds(elapsed / trained * left)} left"
 
 
-def record(run: PretrainRun, data: SeedData, result: PretrainResult, i: int, tracker,
-           placement: dict | None = None, trained: int | None = None) -> None:
-    """One trained seed (the ``i``-th): health check, checkpoint, log entry, tracked metrics and
-    series; ``placement``: where its Ray task ran (seba.executor); ``trained``: seeds whose training
-    has finished (default ``i``), for the time left."""
+def record(run: PretrainRun, data: SeedData, result: PretrainResult, trained: int, tracker,
+           placement: dict | None = None) -> None:
+    """One trained seed: health check, checkpoint, log entry, tracked metrics and series;
+    ``trained``: the seeds whose training has finished by now (for the time left); ``placement``:
+    where its Ray task ran (seba.executor)."""
     seed, label, cfg, device = data.seed, data.label, run.cfg, run.device
     child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed, **placement_tags(placement)})
     warning = check_training(result.val_loss, encode(result.encoder_state, run.model_config, data.x_val, device),
@@ -151,4 +151,4 @@ def record(run: PretrainRun, data: SeedData, result: PretrainResult, i: int, tra
     why = f"step cap {cfg.max_steps} reached" if result.capped else "stopped"
     log(f"{label} done: best val {result.best_val_loss:.4f} at epoch {result.best_epoch}, {why} at "
         f"epoch {result.stop_epoch} ({result.steps} steps), {format_seconds(result.seconds)}"
-        + progress(elapsed, trained or i, len(run.seeds)))
+        + progress(elapsed, trained, len(run.seeds)))
