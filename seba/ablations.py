@@ -160,6 +160,19 @@ def commits(chosen: dict[str, Experiment]) -> str:
     return ", ".join(sorted({e.baseline[:10] for e in chosen.values()}))
 
 
+def commits_by_table(c: "Collected") -> str:
+    """Each baseline commit once, with the tables whose results came from its experiments (this run's
+    and those of the collections merged in): "abc (cmc, dna); def (income)"."""
+    default = c.chosen.get(DEFAULT)
+    sources = [(c.chosen, default.datasets if default else c.datasets)]
+    sources += [(g.chosen, g.tables) for g in c.merged]
+    tables: dict[str, set[str]] = {}
+    for chosen, names in sources:
+        for commit in {e.baseline[:10] for e in chosen.values() if e.baseline}:
+            tables.setdefault(commit, set()).update(names)
+    return "; ".join(f"{commit} ({', '.join(sorted(names))})" for commit, names in tables.items())
+
+
 def identify(params: dict[str, Any]) -> str | None:
     """The experiment slug whose switch values these (flattened) params hold, or None."""
     have = {k: canonical(params.get(k)) for k in DEFAULTS}
@@ -904,9 +917,9 @@ def markdown(c: Collected, figures: dict[str, str]) -> str:
         f"- seeds: {' '.join(map(str, default.seeds)) if default else ' '.join(map(str, seeds)) or '–'}",
         f"- datasets: {', '.join(c.datasets)}",
         f"- episodes per shot and seed: {default.params.get('evaluate.episodes') if default else '–'}",
-        f"- baseline commit(s): {commits(c.chosen) or '–'}"
-        + "".join(f"; {', '.join(g.tables)}: {commits(g.chosen)} "
-                  f"(merged from `{g.origin}`)" for g in c.merged),
+        f"- baseline commit(s): {commits_by_table(c) or '–'}"
+        + (f" (earlier rounds merged from {', '.join(sorted({f'`{g.origin}`' for g in c.merged}))})"
+           if c.merged else ""),
         "",
         "Difference = variant − default of the means over tables, paired over seeds: per seed the mean over "
         "tables of (variant − default), then its mean and standard error (std / √seeds). *Sign*: ours has the "

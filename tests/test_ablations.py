@@ -392,6 +392,9 @@ def test_merge_adds_an_earlier_collections_tables(paper, tmp_path, monkeypatch):
     report = ab.write(c, tmp_path / "two")
     assert "Merged from" in report.read_text() and "aaaaaaaaaa" in report.read_text()
     assert "| classifier | fine-tuning | missing (not queued or removed) | dna |" in report.read_text()
+    # each commit once, with the tables its experiments fill
+    commit_line = next(x for x in report.read_text().splitlines() if x.startswith("- baseline commit(s)"))
+    assert commit_line.startswith(f"- baseline commit(s): {'b' * 10} (dna); {'a' * 10} (cmc) (earlier rounds merged from `")
     # a variant missing a table: its mean beside the default's on the same tables, not on all of them
     assert "| classifier | 5 | fine-tuning | 55.67* (default 55.17) | +0.50 ± 0.00 |" in report.read_text()
     record = yaml.safe_load((paths.ablation_reports(tmp_path / "two") / "experiments.yaml").read_text())
@@ -403,6 +406,7 @@ def test_merge_adds_an_earlier_collections_tables(paper, tmp_path, monkeypatch):
     assert any("dna: from this run's experiments" in n for n in third.notes)
     assert set(third.scores[third.scores["dataset"] == "dna"]["slug"]) == {ab.DEFAULT, "prep-marginal"}
     assert len(third.scores[third.scores["dataset"] == "dna"]) == 2 * 3  # this run's dna only, not also the merged
+    assert ab.commits_by_table(third) == f"{'b' * 10} (dna, karhunen); {'a' * 10} (cmc)"
 
 
 def test_merge_adds_variants_to_a_shared_table_only_beside_the_same_default(paper, tmp_path, monkeypatch):
