@@ -25,6 +25,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -331,7 +332,7 @@ def run_all(run: list[str], root: Path, names: list[str]) -> int:
     after one experiment of two)."""
     left: int | None = None
     while True:
-        code = subprocess.run(run, cwd=root).returncode
+        code = follow_queue(run, root)
         states = existing_names(dvc_json(["exp", "show", "--json"], root))
         queued = [n for n in names if states.get(n) == "queued"]
         if code != 0 or not queued:
@@ -343,6 +344,59 @@ def run_all(run: list[str], root: Path, names: list[str]) -> int:
         print(f"DVC's queue worker ended with {len(queued)} experiment(s) still queued ({', '.join(queued)}): "
               f"running the queue again", flush=True)
         left = len(queued)
+
+
+WORKER_INFO = Path(".dvc") / "tmp" / "exps" / "celery"  # DVC's queue workers: dvc-exp-worker-<n>.json
+
+
+def queue_worker_alive(root: Path) -> bool | None:
+    """Whether one of DVC's queue workers for this repository is running, from the files its
+    process manager keeps for each (pid, and a returncode once it has ended); None when there are
+    none to read (then nothing can be said)."""
+    infos = []
+    for path in sorted((root / WORKER_INFO).glob("dvc-exp-worker-*.json")):
+        try:
+            infos.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    if not infos:
+        return None
+    return any(isinstance(i, dict) and i.get("returncode") is None and pid_alive(i.get("pid")) for i in infos)
+
+
+def pid_alive(pid: Any) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (TypeError, ValueError, OverflowError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def follow_queue(run: list[str], root: Path, poll: float = 30.0, patience: int = 3,
+                 alive: Callable[[Path], bool | None] = queue_worker_alive,
+                 sleep: Callable[[float], None] = time.sleep) -> int:
+    """`dvc exp run --run-all`, which follows the queue's logs; stopped (status 0, the caller then
+    reads what is still queued) once no queue worker has been alive for ``patience`` polls: a worker
+    that crashes (kombu's filesystem broker reading a half-written message, treeverse/dvc-task#73)
+    leaves the follower waiting for ever on experiments nobody runs."""
+    proc = subprocess.Popen(run, cwd=root)
+    dead = 0
+    while proc.poll() is None:
+        sleep(poll)
+        dead = dead + 1 if alive(root) is False else 0
+        if dead >= patience and proc.poll() is None:
+            print(f"DVC's queue worker has ended (no worker alive for {patience} checks {poll:.0f} s apart) "
+                  f"while `{' '.join(run)}` still follows the logs: stopping it", flush=True)
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            return 0
+    return proc.returncode
 
 
 def _quote(text: str) -> str:
@@ -578,6 +632,8 @@ def same_as_default(scores: pd.DataFrame, chosen: dict[str, Experiment]) -> list
 def _status(exp: Experiment | None, has: bool) -> str:
     if exp is None:
         return "missing (not queued or removed)"
+    if exp.state in ("queued", "running"):
+        return f"not finished when collected: {exp.state} ({exp.name})"
     if exp.state != "success":
         return f"{exp.state} ({exp.name})"
     return "ok" if has else f"no result ({exp.name})"

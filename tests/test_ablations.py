@@ -1,7 +1,9 @@
 """seba/ablations.py: the paper's ablations queued as DVC experiments and collected into a report."""
 
 import copy
+import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -123,6 +125,7 @@ def test_queue_refuses_names_in_use_and_runs_the_queue(monkeypatch, capsys):
     calls = []
     monkeypatch.setattr(ab, "dvc_json", lambda args, root: show_of(show_entry("abl-default", ab.DEFAULT)))
     monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or type("R", (), {"returncode": 0}))
+    monkeypatch.setattr(ab, "follow_queue", lambda cmd, root: calls.append(cmd) or 0)
     monkeypatch.delenv("DVC_SITE_CACHE_DIR", raising=False)
     with pytest.raises(SystemExit, match="abl-default"):
         ab.main(["queue", "--only", "default", "ratio-0.2"])
@@ -151,9 +154,8 @@ def test_queue_run_runs_the_queue_again_while_its_worker_leaves_experiments_queu
     def scenario(after_each_run):
         shows, runs = iter(after_each_run), []
         monkeypatch.setattr(ab, "dvc_json", lambda args, root: next(shows) if runs else show_of())
-        monkeypatch.setattr(ab.subprocess, "run",
-                            lambda cmd, **kw: (runs.append(cmd) if "--run-all" in cmd else None)
-                            or type("R", (), {"returncode": 0}))
+        monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: type("R", (), {"returncode": 0}))
+        monkeypatch.setattr(ab, "follow_queue", lambda cmd, root: runs.append(cmd) or 0)
         code = ab.main(["queue", "--only", "default", "ratio-0.2", "ratio-0.3", "--run"])
         return code, len(runs)
 
@@ -164,14 +166,59 @@ def test_queue_run_runs_the_queue_again_while_its_worker_leaves_experiments_queu
     assert "still queued, and the last run of the queue ran none of them: abl-ratio-0.3" in capsys.readouterr().out
 
 
+def test_following_the_queue_stops_once_its_worker_has_ended(tmp_path, monkeypatch, capsys):
+    # a queue worker that crashes leaves `dvc exp run --run-all` following the logs for ever: it is
+    # stopped after `patience` checks that find no worker alive, and left alone while one lives
+    class Follower:
+        def __init__(self, cmd, cwd):
+            self.cmd, self.returncode, self.signals = cmd, None, []
+
+        def poll(self):
+            return self.returncode
+
+        def terminate(self):
+            self.signals.append("TERM")
+            self.returncode = -15
+
+        def wait(self, timeout=None):
+            return self.returncode
+
+    followers = []
+    monkeypatch.setattr(ab.subprocess, "Popen", lambda cmd, cwd: followers.append(Follower(cmd, cwd)) or followers[-1])
+    answers = iter([False, True, False, False, False, True])
+    checks = []
+    code = ab.follow_queue(["dvc", "exp", "run", "--run-all"], tmp_path, poll=5, patience=3,
+                           alive=lambda root: checks.append(root) or next(answers), sleep=lambda s: None)
+    assert code == 0 and followers[0].signals == ["TERM"] and len(checks) == 5  # alive again resets the count
+    assert "DVC's queue worker has ended" in capsys.readouterr().out
+
+    def finishing(after):  # a follower that ends by itself after `after` checks: its status, no signal
+        ticks = iter(range(after + 1))
+        return lambda root: None if next(ticks) < after else followers[-1].__setattr__("returncode", 2)
+
+    assert ab.follow_queue(["dvc"], tmp_path, alive=finishing(4), sleep=lambda s: None) == 2
+    assert followers[-1].signals == []  # unknown (no worker files to read) never stops it
+
+    # the worker files DVC's process manager keeps: pid, and returncode once the worker has ended
+    folder = tmp_path / ab.WORKER_INFO
+    assert ab.queue_worker_alive(tmp_path) is None
+    folder.mkdir(parents=True)
+    (folder / "dvc-exp-worker-1.json").write_text(json.dumps({"pid": os.getpid(), "returncode": 0}))
+    assert ab.queue_worker_alive(tmp_path) is False
+    (folder / "dvc-exp-worker-2.json").write_text(json.dumps({"pid": os.getpid(), "returncode": None}))
+    assert ab.queue_worker_alive(tmp_path) is True
+    (folder / "dvc-exp-worker-2.json").write_text("{half written")
+    assert ab.queue_worker_alive(tmp_path) is False
+
+
 def test_queue_collect_runs_the_queue_then_collects_its_prefix(monkeypatch, capsys):
     # queue, run and report in one command; a failed run is collected too (the report names what
     # failed) and keeps its exit status
     monkeypatch.delenv("DVC_SITE_CACHE_DIR", raising=False)
     calls, collected, status = [], [], {"run": 0}
     monkeypatch.setattr(ab, "dvc_json", lambda args, root: show_of())
-    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: calls.append(cmd)
-                        or type("R", (), {"returncode": status["run"] if "--run-all" in cmd else 0}))
+    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or type("R", (), {"returncode": 0}))
+    monkeypatch.setattr(ab, "follow_queue", lambda cmd, root: calls.append(cmd) or status["run"])
     monkeypatch.setattr(ab, "collect_command", lambda a: collected.append((a.prefix, a.merge)) or 0)
     assert ab.main(["queue", "--only", "default", "ratio-0.2", "--prefix", "opt", "--collect"]) == 0
     assert [c[:4] for c in calls][-1] == ["dvc", "exp", "run", "--run-all"] and collected == [("opt", None)]
@@ -266,7 +313,7 @@ def test_the_collector_names_what_is_missing(collected):
     c = collected
     status = c.table.drop_duplicates(["ablation", "variant"]).set_index(["ablation", "variant"])["status"]
     assert status[("conditioning", "No")] == "failed (abl-cond-no)"
-    assert status[("classifier", "nn (cos)")] == "queued (abl-head-nn-cos)"
+    assert status[("classifier", "nn (cos)")] == "not finished when collected: queued (abl-head-nn-cos)"
     assert status[("encoder", "FT-Transformer")].startswith("missing")
     assert status[("ratio_mode", "Ratio 0.2")] == "ok"
     notes = "\n".join(c.notes)
