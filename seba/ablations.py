@@ -629,14 +629,18 @@ def same_as_default(scores: pd.DataFrame, chosen: dict[str, Experiment]) -> list
     return notes
 
 
-def _status(exp: Experiment | None, has: bool) -> str:
+def _status(exp: Experiment | None, has: bool, dataset: str | None = None) -> str:
     if exp is None:
         return "missing (not queued or removed)"
     if exp.state in ("queued", "running"):
         return f"not finished when collected: {exp.state} ({exp.name})"
     if exp.state != "success":
         return f"{exp.state} ({exp.name})"
-    return "ok" if has else f"no result ({exp.name})"
+    if has:
+        return "ok"
+    if dataset is not None and dataset not in exp.datasets:
+        return f"not run on this table ({exp.name} ran on {', '.join(exp.datasets)})"
+    return f"no result ({exp.name})"
 
 
 def _table(chosen: dict[str, Experiment], scores: pd.DataFrame, paper: pd.DataFrame, datasets: list[str],
@@ -658,7 +662,7 @@ def _table(chosen: dict[str, Experiment], scores: pd.DataFrame, paper: pd.DataFr
                         "paper": float(ref.iloc[0]) if len(ref) else math.nan,
                         "seeds": " ".join(str(int(s)) for s in sorted(part["seed"])),
                         "experiment": exp.name if exp else "", "rev": exp.rev[:10] if exp else "",
-                        "status": _status(exp, len(acc) > 0),
+                        "status": _status(exp, len(acc) > 0, dataset),
                     })
     return pd.DataFrame(rows)
 

@@ -285,6 +285,15 @@ def collected(paper):
     return ab.collect(show, fake_reader, paper, read_log=lambda path: None)
 
 
+def test_a_variant_run_on_fewer_tables_is_named_so_there(paper):
+    show = show_of(show_entry("abl-default", ab.DEFAULT, **{"evaluate.shots": [5]}),
+                   show_entry("abl-head-finetune", "head-finetune", datasets=("cmc",), **{"evaluate.shots": [5]}))
+    c = ab.collect(show, fake_reader, paper, read_log=lambda path: None)
+    status = c.table.set_index(["ablation", "variant", "dataset", "shot"])["status"]
+    assert status[("classifier", "fine-tuning", "cmc", 5)] == "ok"
+    assert status[("classifier", "fine-tuning", "dna", 5)] == "not run on this table (abl-head-finetune ran on cmc)"
+
+
 def test_the_collector_pairs_over_seeds(collected):
     c = collected
     assert set(c.chosen) == {ab.DEFAULT, "prep-marginal", "ratio-0.2", "head-proto-cos", "cond-no", "head-nn-cos"}
