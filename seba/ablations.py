@@ -156,9 +156,14 @@ def differing_keys(a: dict[str, Any], b: dict[str, Any], ignore: Iterable[str] =
     return sorted(k for k in set(a) | set(b) if k not in ignore and canonical(a.get(k)) != canonical(b.get(k)))
 
 
+def short_baselines(chosen: dict[str, Experiment]) -> set[str]:
+    """The experiments' baseline commits, 10 hex digits ('' for an experiment without one)."""
+    return {e.baseline[:10] for e in chosen.values()}
+
+
 def commits(chosen: dict[str, Experiment]) -> str:
     """The experiments' baseline commits, short and sorted."""
-    return ", ".join(sorted({e.baseline[:10] for e in chosen.values()}))
+    return ", ".join(sorted(short_baselines(chosen)))
 
 
 def commits_by_table(c: "Collected") -> str:
@@ -169,7 +174,7 @@ def commits_by_table(c: "Collected") -> str:
     sources += [(g.chosen, g.tables) for g in c.merged]
     tables: dict[str, set[str]] = {}
     for chosen, names in sources:
-        for commit in {e.baseline[:10] for e in chosen.values() if e.baseline}:
+        for commit in sorted(short_baselines(chosen) - {""}):
             tables.setdefault(commit, set()).update(names)
     return "; ".join(f"{commit} ({', '.join(sorted(names))})" for commit, names in tables.items())
 
