@@ -268,6 +268,22 @@ def existing_names(show: list) -> dict[str, str]:
     return {e.name: e.state for e in read_show(show)}
 
 
+def warn_stale_running(states: dict[str, str], root: Path,
+                       alive: Callable[[Path], bool | None] | None = None) -> list[str]:
+    """Warn about experiments that `dvc exp show` lists as running while none of DVC's queue workers
+    is alive: their worker ended with an earlier session or was killed, so they will never finish,
+    and DVC keeps listing them until they are removed. Returns their names."""
+    running = sorted(name for name, state in states.items() if state == "running")
+    if not running or (alive or queue_worker_alive)(root) is not False:
+        return []
+    names = " ".join(running)
+    print(f"warning: DVC lists {len(running)} experiment(s) as running, but no queue worker of this repository "
+          f"is alive: {', '.join(running)}. They will not finish (their worker has ended); clear them with "
+          f"`dvc queue kill {names}` (it may answer that they already aborted) and `dvc queue remove {names}`. "
+          f"Stages they completed stay in DVC's run cache, so queueing them again reuses those", flush=True)
+    return running
+
+
 def check_site_cache(root: Path) -> None:
     """A relative `core.site_cache_dir` in DVC's config breaks every queued (and `--temp`)
     experiment: DVC resolves it against the working directory, and its executor changes into the
@@ -291,6 +307,7 @@ def queue(args: argparse.Namespace) -> int:
     check_site_cache(root)
     plans = plan(args.ablations, args.seeds, args.datasets, args.prefix, parse_set(args.set or []), args.only)
     existing = {} if args.dry_run else existing_names(dvc_json(["exp", "show", "--json"], root))
+    warn_stale_running(existing, root)
     clash = [p.name for p in plans if p.name in existing]
     if clash and not args.skip_existing:
         listed = ", ".join(f"{n} ({existing[n]})" for n in clash)

@@ -211,6 +211,31 @@ def test_following_the_queue_stops_once_its_worker_has_ended(tmp_path, monkeypat
     assert ab.queue_worker_alive(tmp_path) is False
 
 
+def test_queue_warns_about_experiments_left_running_by_a_dead_worker(tmp_path, monkeypatch, capsys):
+    states = {"r11-prep-raw": "running", "r11-default": "success", "r12-default": "queued"}
+    # a worker that ended with an earlier session: its file keeps no returncode, its pid is gone
+    dead = lambda root: False  # noqa: E731
+    assert ab.warn_stale_running(states, tmp_path, alive=dead) == ["r11-prep-raw"]
+    out = capsys.readouterr().out
+    assert "no queue worker of this repository is alive: r11-prep-raw" in out
+    assert "`dvc queue kill r11-prep-raw`" in out and "`dvc queue remove r11-prep-raw`" in out
+    # a live worker, or nothing to tell: no warning; nothing running: no warning
+    assert ab.warn_stale_running(states, tmp_path, alive=lambda root: True) == []
+    assert ab.warn_stale_running(states, tmp_path, alive=lambda root: None) == []
+    assert ab.warn_stale_running({"a": "success", "b": "failed"}, tmp_path, alive=dead) == []
+    assert capsys.readouterr().out == ""
+    # `queue` says it before queueing, from the worker files DVC keeps
+    folder = tmp_path / ab.WORKER_INFO
+    folder.mkdir(parents=True)
+    (folder / "dvc-exp-worker-1.json").write_text(json.dumps({"pid": 2 ** 22 + 12345, "returncode": None}))
+    monkeypatch.setattr(ab, "repo_root", lambda: tmp_path)
+    monkeypatch.setattr(ab, "dvc_json", lambda args, root: show_of(show_entry("old-ratio-0.2", "ratio-0.2", state="running")))
+    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: type("R", (), {"returncode": 0}))
+    monkeypatch.delenv("DVC_SITE_CACHE_DIR", raising=False)
+    assert ab.main(["queue", "--only", "default"]) == 0
+    assert "running, but no queue worker of this repository is alive: old-ratio-0.2" in capsys.readouterr().out
+
+
 def test_queue_collect_runs_the_queue_then_collects_its_prefix(monkeypatch, capsys):
     # queue, run and report in one command; a failed run is collected too (the report names what
     # failed) and keeps its exit status
