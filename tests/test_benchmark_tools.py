@@ -1,5 +1,5 @@
-"""The GPU run's helpers: benchmarks/gpu_protocol.py's params edits and benchmarks/protocol_cells.py's
-cells from stage logs."""
+"""benchmarks/' helpers: the GPU run's (gpu_protocol.py's params edits, protocol_cells.py's cells from
+stage logs, the precision checks) and chance_gap.py's chance level and log formats."""
 
 import gzip
 import importlib.util
@@ -133,3 +133,21 @@ def test_precision_seeds_compares_stops_and_accuracies_of_the_same_episodes(tmp_
 def test_gpu_protocol_orders_the_tables_cheapest_first():
     order = load("gpu_protocol").cheapest_first
     assert order(["income", "mine", "cmc", "diabetes", "yours"]) == ["diabetes", "cmc", "income", "mine", "yours"]
+
+
+def test_chance_gap_reads_both_log_formats_and_weights_batches_by_rows(tmp_path):
+    import json
+    import math
+
+    chance_gap = load("chance_gap")
+    assert chance_gap.chance_level(64, 1024) == pytest.approx(math.log(64))
+    # income's 4071 validation rows: three full batches and one of 999
+    assert chance_gap.chance_level(4071, 1024) == pytest.approx((3 * 1024 * math.log(1024) + 999 * math.log(999)) / 4071)
+    assert chance_gap.chance_level(4071, 1024) < math.log(1024)
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"cmc r=0.1 seed 0": {"best_val_loss": 4.8}, "dna r=0.25 seed 3": {"best_val_loss": 5.5}}))
+    stage = tmp_path / "log.json"
+    stage.write_text(json.dumps({"dataset": "income", "ratio": 0.3, "seeds": {"0": {"best_val_loss": 6.9},
+                                                                              "1": {"best_val_loss": 6.8}}}))
+    assert chance_gap.entries(record) == [("cmc", "0.1", 4.8), ("dna", "0.25", 5.5)]
+    assert chance_gap.entries(stage) == [("income", "0.3", 6.9), ("income", "0.3", 6.8)]

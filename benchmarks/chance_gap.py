@@ -1,0 +1,82 @@
+"""How far below chance each encoder's best validation objective ended: did pretraining learn?
+
+Usage (repository root): python benchmarks/chance_gap.py [LOG ...]
+
+SeBA's objective is InfoNCE over the rows of a batch: an encoder whose similarities do not depend
+on the input scores ln(b) on a batch of b rows, and the validation objective is the row-weighted
+mean over the validation batches, so "chance" is sum(b ln b) / sum(b) over the table's validation
+batches (params.yaml's split and `pretrain.batch_size` for the table). With cosine similarities at
+temperature 1 the objective cannot go much more than 1 below chance, so the gaps are small numbers.
+
+LOG: a committed record (`reports/experiments/*/pretrain_log.json`, made by pretrain_log.py) or a
+pretrain stage's own `data/models/<dataset>/r<ratio>/log.json`; default: every stage log of the
+current pipeline outputs. Prints, per table and ratio, the encoders' gaps (chance - best
+validation objective): fewest, median, most. docs/failures.md uses it to show why the health check
+has no "learned nothing" warning on this gap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from seba.config import load_params  # noqa: E402
+from seba.data import encode_table, load_snapshot, make_split  # noqa: E402
+
+
+def chance_level(n_val: int, batch_size: int) -> float:
+    """The validation objective of input-independent similarities: sum(b ln b) / sum(b) over the batches."""
+    sizes = [min(batch_size, n_val - start) for start in range(0, n_val, batch_size)]
+    return sum(b * math.log(b) for b in sizes) / sum(sizes)
+
+
+def entries(path: Path) -> list[tuple[str, str, float]]:
+    """(dataset, ratio, best validation objective) per encoder of a committed record or a stage log."""
+    log = json.loads(path.read_text())
+    if "seeds" in log and "dataset" in log:  # a stage's log.json
+        return [(log["dataset"], str(log["ratio"]), float(s["best_val_loss"])) for s in log["seeds"].values()]
+    out = []
+    for key, entry in log.items():  # "<dataset> r<ratio> seed <seed>"
+        dataset, tag = key.split()[:2]
+        out.append((dataset, tag.removeprefix("r=").removeprefix("r"), float(entry["best_val_loss"])))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("logs", nargs="*", type=Path)
+    args = parser.parse_args()
+    params = load_params(ROOT / "params.yaml")
+    logs = args.logs or sorted((ROOT / "data" / "models").glob("*/r*/log.json"))
+    if not logs:
+        raise SystemExit("no logs given and no data/models/*/r*/log.json: run the pipeline or name a record")
+    chances: dict[str, float] = {}
+    for path in logs:
+        gaps: dict[tuple[str, str], list[float]] = {}
+        for dataset, ratio, best in entries(path):
+            if dataset not in chances:
+                if dataset not in params.sources:
+                    raise SystemExit(f"{path}: dataset {dataset!r} is not in params.yaml's sources")
+                frame, _ = load_snapshot(params.sources[dataset].openml_id, ROOT / "data" / "snapshot")
+                split = make_split(encode_table(frame).y, 0, params.split.test_fraction, params.split.val_fraction)
+                chances[dataset] = chance_level(len(split.val), params.pretrain_for(dataset).batch_size)
+            gaps.setdefault((dataset, ratio), []).append(chances[dataset] - best)
+        print(f"{path}: chance - best validation objective, per encoder")
+        for (dataset, ratio), values in sorted(gaps.items()):
+            print(f"  {dataset:10s} r={ratio:6s} chance {chances[dataset]:.3f}  {len(values)} encoders: "
+                  f"fewest {min(values):.3f}, median {statistics.median(values):.3f}, most {max(values):.3f}")
+        every = [g for values in gaps.values() for g in values]
+        print(f"  all {len(every)}: fewest {min(every):.3f}, median {float(np.median(every)):.3f}, most {max(every):.3f}")
+
+
+if __name__ == "__main__":
+    main()
