@@ -24,18 +24,20 @@ import statistics
 import sys
 from pathlib import Path
 
-import numpy as np
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from seba.config import load_params  # noqa: E402
 from seba.data import encode_table, load_snapshot, make_split  # noqa: E402
+from seba.training import batch_slices  # noqa: E402
 
 
 def chance_level(n_val: int, batch_size: int) -> float:
-    """The validation objective of input-independent similarities: sum(b ln b) / sum(b) over the batches."""
-    sizes = [min(batch_size, n_val - start) for start in range(0, n_val, batch_size)]
+    """The validation objective of input-independent similarities: sum(b ln b) / sum(b) over the
+    validation batches, cut as pretraining cuts them."""
+    sizes = [len(b) for b in batch_slices(n_val, batch_size, torch.arange(n_val))]
     return sum(b * math.log(b) for b in sizes) / sum(sizes)
 
 
@@ -75,7 +77,7 @@ def main() -> None:
             print(f"  {dataset:10s} r={ratio:6s} chance {chances[dataset]:.3f}  {len(values)} encoders: "
                   f"fewest {min(values):.3f}, median {statistics.median(values):.3f}, most {max(values):.3f}")
         every = [g for values in gaps.values() for g in values]
-        print(f"  all {len(every)}: fewest {min(every):.3f}, median {float(np.median(every)):.3f}, most {max(every):.3f}")
+        print(f"  all {len(every)}: fewest {min(every):.3f}, median {statistics.median(every):.3f}, most {max(every):.3f}")
 
 
 if __name__ == "__main__":

@@ -271,8 +271,8 @@ def existing_names(show: list) -> dict[str, str]:
 def warn_stale_running(states: dict[str, str], root: Path,
                        alive: Callable[[Path], bool | None] | None = None) -> list[str]:
     """Warn about experiments that `dvc exp show` lists as running while none of DVC's queue workers
-    is alive: their worker ended with an earlier session or was killed, so they will never finish,
-    and DVC keeps listing them until they are removed. Returns their names."""
+    is alive: their worker died (its terminal closed, its machine went away, or it was killed), so
+    they will never finish, and DVC keeps listing them until they are removed. Returns their names."""
     running = sorted(name for name, state in states.items() if state == "running")
     if not running or (alive or queue_worker_alive)(root) is not False:
         return []

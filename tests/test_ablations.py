@@ -213,7 +213,7 @@ def test_following_the_queue_stops_once_its_worker_has_ended(tmp_path, monkeypat
 
 def test_queue_warns_about_experiments_left_running_by_a_dead_worker(tmp_path, monkeypatch, capsys):
     states = {"r11-prep-raw": "running", "r11-default": "success", "r12-default": "queued"}
-    # a worker that ended with an earlier session: its file keeps no returncode, its pid is gone
+    # a worker that died (its terminal closed): its file keeps no returncode, its pid is gone
     dead = lambda root: False  # noqa: E731
     assert ab.warn_stale_running(states, tmp_path, alive=dead) == ["r11-prep-raw"]
     out = capsys.readouterr().out

@@ -144,6 +144,8 @@ def test_chance_gap_reads_both_log_formats_and_weights_batches_by_rows(tmp_path)
     # income's 4071 validation rows: three full batches and one of 999
     assert chance_gap.chance_level(4071, 1024) == pytest.approx((3 * 1024 * math.log(1024) + 999 * math.log(999)) / 4071)
     assert chance_gap.chance_level(4071, 1024) < math.log(1024)
+    # a 1-row remainder joins the batch before it, as in pretraining: one batch of 1025 rows
+    assert chance_gap.chance_level(1025, 1024) == pytest.approx(math.log(1025))
     record = tmp_path / "record.json"
     record.write_text(json.dumps({"cmc r=0.1 seed 0": {"best_val_loss": 4.8}, "dna r=0.25 seed 3": {"best_val_loss": 5.5}}))
     stage = tmp_path / "log.json"
