@@ -28,9 +28,10 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import speed  # noqa: E402
 from seba.config import load_params  # noqa: E402
-from seba.data import encode_table, load_snapshot, make_split  # noqa: E402
 from seba.training import batch_slices  # noqa: E402
 
 
@@ -68,8 +69,7 @@ def main() -> None:
             if dataset not in chances:
                 if dataset not in params.sources:
                     raise SystemExit(f"{path}: dataset {dataset!r} is not in params.yaml's sources")
-                frame, _ = load_snapshot(params.sources[dataset].openml_id, ROOT / "data" / "snapshot")
-                split = make_split(encode_table(frame).y, 0, params.split.test_fraction, params.split.val_fraction)
+                _, split = speed.load_table(dataset, params)  # seed 0's split: every seed's has its size
                 chances[dataset] = chance_level(len(split.val), params.pretrain_for(dataset).batch_size)
             gaps.setdefault((dataset, ratio), []).append(chances[dataset] - best)
         print(f"{path}: chance - best validation objective, per encoder")

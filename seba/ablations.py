@@ -268,22 +268,6 @@ def existing_names(show: list) -> dict[str, str]:
     return {e.name: e.state for e in read_show(show)}
 
 
-def warn_stale_running(states: dict[str, str], root: Path,
-                       alive: Callable[[Path], bool | None] | None = None) -> list[str]:
-    """Warn about experiments that `dvc exp show` lists as running while none of DVC's queue workers
-    is alive: their worker died (its terminal closed, its machine went away, or it was killed), so
-    they will never finish, and DVC keeps listing them until they are removed. Returns their names."""
-    running = sorted(name for name, state in states.items() if state == "running")
-    if not running or (alive or queue_worker_alive)(root) is not False:
-        return []
-    names = " ".join(running)
-    print(f"warning: DVC lists {len(running)} experiment(s) as running, but no queue worker of this repository "
-          f"is alive: {', '.join(running)}. They will not finish (their worker has ended); clear them with "
-          f"`dvc queue kill {names}` (it may answer that they already aborted) and `dvc queue remove {names}`. "
-          f"Stages they completed stay in DVC's run cache, so queueing them again reuses those", flush=True)
-    return running
-
-
 def check_site_cache(root: Path) -> None:
     """A relative `core.site_cache_dir` in DVC's config breaks every queued (and `--temp`)
     experiment: DVC resolves it against the working directory, and its executor changes into the
@@ -384,6 +368,22 @@ def queue_worker_alive(root: Path) -> bool | None:
     if not infos:
         return None
     return any(isinstance(i, dict) and i.get("returncode") is None and pid_alive(i.get("pid")) for i in infos)
+
+
+def warn_stale_running(states: dict[str, str], root: Path,
+                       alive: Callable[[Path], bool | None] = queue_worker_alive) -> list[str]:
+    """Warn about experiments that `dvc exp show` lists as running while none of DVC's queue workers
+    is alive: their worker died (its terminal closed, its machine went away, or it was killed), so
+    they will never finish, and DVC keeps listing them until they are removed. Returns their names."""
+    running = sorted(name for name, state in states.items() if state == "running")
+    if not running or alive(root) is not False:
+        return []
+    names = " ".join(running)
+    print(f"warning: DVC lists {len(running)} experiment(s) as running, but no queue worker of this repository "
+          f"is alive: {', '.join(running)}. They will not finish (their worker has ended); clear them with "
+          f"`dvc queue kill {names}` (it may answer that they already aborted) and `dvc queue remove {names}`. "
+          f"Stages they completed stay in DVC's run cache, so queueing them again reuses those", flush=True)
+    return running
 
 
 def pid_alive(pid: Any) -> bool:
