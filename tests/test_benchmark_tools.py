@@ -176,3 +176,26 @@ def test_snapshot_cnae9_builds_the_snapshot_format_and_refuses_another_table(tmp
     assert frame.drop(columns="class").dtypes.unique().tolist() == ["float64"]
     with pytest.raises(SystemExit, match="1071 rows"):
         build(uci_cnae9(tmp_path, per_class=119))
+
+
+def test_knn_features_one_nn_and_its_three_treatments():
+    import numpy as np
+    import torch
+
+    from seba.data import EncodedTable
+    from seba.episodes import sample_episodes
+    module = load("knn_features")
+    y = np.repeat(np.arange(3), 4)
+    rows = np.eye(3)[y] * 10 + 0.01 * np.arange(12)[:, None]
+    episodes = sample_episodes(y, 3, 1, 5, seed=0)
+    x = torch.as_tensor(rows, dtype=torch.float32)
+    assert module.one_nn_accuracy(x, y, episodes) == 100.0  # well separated classes
+    assert module.one_nn_accuracy(x, (y + 1) % 3, episodes) == 0.0  # the nearest support row has the true class, never the shifted one
+    table = EncodedTable(X=(rows * [1, 100, 1]).astype(np.float32), y=y, groups=np.arange(3), numeric=np.ones(3, bool),
+                         columns=np.array(["a", "b", "c"]), encoded_names=np.array(["a", "b", "c"]),
+                         classes=np.array(["0", "1", "2"]))
+    treated = module.treatments(table, np.arange(12))
+    assert list(treated) == ["standardised, Euclidean", "raw, Euclidean", "raw, cosine"]
+    np.testing.assert_allclose(treated["standardised, Euclidean"].std(0), 1.0, rtol=1e-4)
+    np.testing.assert_allclose(treated["raw, Euclidean"], table.X)
+    np.testing.assert_allclose(np.linalg.norm(treated["raw, cosine"], axis=1), 1.0, rtol=1e-5)
