@@ -95,4 +95,6 @@ def test_subtab_is_deterministic_for_a_seed():
     assert torch.equal(a.encode(x), b.encode(x))
     assert not torch.equal(a.encode(x), c.encode(x))
     d = fit(0, x, contrastive_weight=0.0, distance_weight=0.0, noise="none")  # reconstruction only still trains
-    assert d.log["best_epoch"] >= 1
+    untrained = fit(0, x, contrastive_weight=0.0, distance_weight=0.0, noise="none", lr=1e-12)  # the initial weights
+    assert d.log["best_val_loss"] < untrained.log["best_val_loss"]
+    assert not torch.allclose(d.encode(x), untrained.encode(x), atol=1e-3)

@@ -155,7 +155,6 @@ def test_tjepa_is_deterministic_for_a_seed_with_dropout_and_leaves_the_global_ge
     assert torch.equal(a.encode(x), b.encode(x))
     assert not torch.equal(a.encode(x), c.encode(x))
     assert a.encode(x).shape == (120, (1 + 8) * 16)  # [REG] + one token per feature, flattened
-    assert a.log["best_epoch"] >= 1
 
 
 @pytest.mark.parametrize("change,message", [({"heads": 3}, "divisible"), ({"min_context_share": 0.6,

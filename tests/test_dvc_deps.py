@@ -194,7 +194,7 @@ def test_package_init_holds_only_docstring_and_version():
                for n in body), "seba/__init__.py runs in every stage but is not a dep: keep it to the docstring and version"
 
 
-def test_the_checker_sees_hidden_and_missing_imports(tmp_path, monkeypatch):
+def test_the_checker_sees_hidden_imports_and_the_transitive_closure(tmp_path, monkeypatch):
     """The rules above on a hand-made package: a function-level import is reported, and the
     closure follows module-level imports through a subpackage."""
     root = tmp_path

@@ -27,6 +27,8 @@ def test_members_share_episodes_and_the_ensemble_of_identical_members_is_a_membe
     cfg = dataclasses.replace(EvaluateConfig(), episodes=4, shots=(1, 5))
     frame = evaluate_members(features, ["r0.1", "r0.2", "r0.3"], y, 3, seed=0, cfg=cfg)
     assert len(frame) == 2 * 4 * 4
+    hashes = frame.groupby(["shot", "episode"])["support_hash"].nunique()
+    assert (hashes == 1).all() and frame.groupby("shot")["support_hash"].nunique().min() > 1  # shared, not constant
     for shot in (1, 5):
         part = frame[frame["shot"] == shot].pivot(index="episode", columns="member", values="accuracy")
         # probes start from different random weights, so only prototypes must agree exactly

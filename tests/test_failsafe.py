@@ -141,7 +141,16 @@ def test_the_committed_manifest_is_valid():
 
 
 @pytest.mark.skipif(not NO_CUDA, reason="needs a machine without CUDA")
-def test_cuda_without_a_gpu_is_a_named_error_in_every_stage():
+def test_cuda_without_a_gpu_is_a_named_error_before_any_stage_runs(root):
+    """The `validate` check (the first stage, and every stage's own check of params.yaml) names each
+    key that asks for CUDA; a stage selecting its device names the key it was given."""
+    from seba.validate import _check_devices
+    raw = yaml.safe_load((root / "params.yaml").read_text())
+    raw["pretrain"]["device"] = "cuda"
+    raw["sources"]["cmc"]["pretrain"] = {"device": "cuda"}
+    problems = _check_devices(parse_params(raw))
+    assert len(problems) == 2, problems
+    assert "'pretrain.device' is 'cuda'" in problems[0] and "'sources.cmc.pretrain.device' is 'cuda'" in problems[1]
     with pytest.raises(ConfigError, match="'sources.cmc.pretrain.device' is 'cuda'"):
         select_device("cuda", "sources.cmc.pretrain.device")
 
@@ -183,7 +192,7 @@ def test_an_absurd_learning_rate_is_a_named_error(diabetes):
 
 def test_a_trained_encoder_passes(diabetes):
     result, outputs = _train(diabetes, max_epochs=6, patience=6)
-    check_training(result.val_loss, outputs, "diabetes")
+    assert check_training(result.val_loss, outputs, "diabetes") is None  # neither an error nor a warning
 
 
 def test_every_committed_default_run_passes_the_loss_check(root):

@@ -21,12 +21,8 @@ FLOORS = {1: 63.0, 5: 80.0}
 UNTRAINED = {1: 56.10, 5: 76.99}
 
 
-def test_short_optdigits_run_stays_above_the_measured_floor(snapshot_dir: Path):
-    frame, _ = load_snapshot(28, snapshot_dir)
-    table = encode_table(frame)
-    split = make_split(table.y, 0, 1 / 6, 0.1)
-    X = scale(table, split.train)
-    cfg = PretrainConfig(max_epochs=15, patience=100, precision="fp32", progress_seconds=1e9)
+def ensemble_accuracy(table, split, X, cfg) -> dict[int, float]:
+    """1- and 5-shot ensemble accuracy of r = 0.3 and 0.5 encoders pretrained with ``cfg`` (seed 0)."""
     features = []
     for ratio in (0.3, 0.5):
         result = pretrain_encoder(X[split.train], X[split.val], table.groups, ratio, 0, cfg, torch.device("cpu"))
@@ -36,7 +32,20 @@ def test_short_optdigits_run_stays_above_the_measured_floor(snapshot_dir: Path):
     episodes = evaluate_members(torch.stack(features), ["r0.3", "r0.5"], table.y[split.test], len(table.classes),
                                 0, EvaluateConfig(shots=(1, 5), episodes=20), "optdigits")
     summary = summarise(episodes)
-    accuracy = {int(r.shot): float(r.accuracy) for r in summary[summary["member"] == ENSEMBLE].itertuples()}
+    return {int(r.shot): float(r.accuracy) for r in summary[summary["member"] == ENSEMBLE].itertuples()}
+
+
+def test_short_optdigits_run_stays_above_the_measured_floor(snapshot_dir: Path):
+    frame, _ = load_snapshot(28, snapshot_dir)
+    table = encode_table(frame)
+    split = make_split(table.y, 0, 1 / 6, 0.1)
+    X = scale(table, split.train)
+    accuracy = ensemble_accuracy(table, split, X, PretrainConfig(max_epochs=15, patience=100, precision="fp32",
+                                                                 progress_seconds=1e9))
+    # the same encoders untrained: one epoch at a learning rate too small to move a float32 weight
+    untrained = ensemble_accuracy(table, split, X, PretrainConfig(max_epochs=1, lr=1e-12, precision="fp32",
+                                                                  progress_seconds=1e9))
     for shot, floor in FLOORS.items():
-        assert floor > UNTRAINED[shot] + 3
+        assert abs(untrained[shot] - UNTRAINED[shot]) < 3, f"{shot}-shot untrained {untrained[shot]:.2f}"
         assert accuracy[shot] >= floor, f"{shot}-shot ensemble accuracy {accuracy[shot]:.2f} < floor {floor}"
+        assert accuracy[shot] > untrained[shot] + 3, (accuracy, untrained)

@@ -167,7 +167,8 @@ def test_ablation_switches_rerun_only_what_they_affect_and_run(repo):
     episodes = pd.read_csv(work / "reports/episodes/cmc.csv")
     assert set(episodes["member"]) == {"r0.2", "rrandom", "ensemble"}
     tuned = episodes[(episodes["shot"] > 1) & (episodes["member"] != "ensemble")]
-    assert (tuned["probe_iterations"] >= 0).all() and episodes["accuracy"].between(0, 100).all()
+    assert (tuned["probe_iterations"] >= 0).all() and (tuned["probe_iterations"] > 0).any()  # fine-tuning ran
+    assert episodes["accuracy"].between(0, 100).all()
     assert "rrandom" in (work / "reports/results.md").read_text()
 
     # back as it was: DVC's run cache restores the earlier outputs

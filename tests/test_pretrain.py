@@ -49,6 +49,13 @@ def test_marginal_fill_and_fresh_validation_run():
                               cfg=small_cfg(fill="marginal", validation="fresh", max_epochs=3),
                               device=torch.device("cpu"))
     assert len(result.train_loss) == 3
+    runs = {name: pretrain_encoder(X[:250], X[250:], groups, 0.5, seed=0, cfg=small_cfg(max_epochs=3, **kw),
+                                   device=torch.device("cpu"))
+            for name, kw in {"default": {}, "marginal": {"fill": "marginal"}, "fresh": {"validation": "fresh"}}.items()}
+    assert small_cfg().fill == "zero" and small_cfg().validation == "fixed"
+    assert runs["marginal"].train_loss != runs["default"].train_loss  # the masked cells' values change
+    assert runs["fresh"].train_loss == runs["default"].train_loss  # fresh validation masks leave training alone
+    assert runs["fresh"].val_loss != runs["default"].val_loss  # and change what it is validated on
 
 
 def test_batches_keep_the_partial_batch_but_never_a_single_row():

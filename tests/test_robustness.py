@@ -771,4 +771,4 @@ def test_a_46_class_table_runs_its_episodes(repo, no_mlflow, monkeypatch, capsys
     edit_params(repo, add_dataset("many", {"path": "data/local/many.csv", "target": "label"}))
     accuracy, log = few_shot_accuracy(repo, "many", monkeypatch, capsys)
     assert len(EncodedTable.load(repo / "data" / "processed" / "many.npz").classes) == 46
-    assert accuracy > 3 / 46, (accuracy, log)
+    assert accuracy > 3 * 100 / 46, (accuracy, log)  # percent: three times chance
