@@ -1,10 +1,22 @@
 """The steps of one `pretrain@<dataset>-<ratio>` stage: every seed's data (checked before any
 training), the plan (worker processes, stacks of seeds), and each trained seed's checkpoint,
-health check, log entry and tracked metrics."""
+health check, log entry and tracked metrics.
+
+A stage that stops before its end (killed, Ctrl-C, a lost session) keeps every seed it finished
+training in `.dvc/tmp/seba-resume/<dataset>-<ratio>/` (the DVC directory of the repository whose
+cache the run uses, so a queued experiment's copy shares it): its rerun trains only the others.
+A kept seed is used only when everything its training depends on is the same (its rows, the
+`pretrain` values, the ratio, the device, the precision, the torch threads, torch's version and
+the code of `seba`); on a CPU its encoder is then the one an uninterrupted run trains, bit for
+bit. The folder is removed when the stage ends."""
 
 from __future__ import annotations
 
+import configparser
 import dataclasses
+import hashlib
+import json
+import shutil
 import time
 from pathlib import Path
 
@@ -36,6 +48,9 @@ class PretrainRun:
     start: float = 0.0
     executor: RayExecutor | None = None  # executor.kind ray: the jobs are Ray tasks (seba.executor)
     gpus_per_task: float = 0.0
+    resumed: dict = dataclasses.field(default_factory=dict)  # position in `seeds` -> PretrainResult kept
+    keys: list = dataclasses.field(default_factory=list)  # each seed's resume key
+    resume_dir: Path | None = None
 
 
 def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> PretrainRun:
@@ -46,9 +61,10 @@ def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> Pre
     device = stage_device(cfg.device, executor)  # (with Ray it only checks each returned encoder)
     threads = configure_threads(cfg.threads)
     table = EncodedTable.load(paths.processed(root, dataset))
-    seeds = []
+    seeds, rows = [], []
     for i, seed in enumerate(params.seeds, start=1):
         split = load_split(paths.splits(root, dataset), seed)
+        rows.append((split.train, split.val))
         check_shots(table.y[split.test], table.classes, params.evaluate.shots, dataset, seed)
         X = scale(table, split.train, cfg.normalise)
         label = f"[pretrain {dataset} r={ratio_tag(ratio)[1:]} seed {seed} ({i}/{len(params.seeds)})]"
@@ -56,14 +72,26 @@ def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> Pre
     stage = f"[pretrain {dataset} r={ratio_tag(ratio)[1:]}]"
     precision = resolve_precision(cfg.precision, device)
     gpus = 0.0
-    if executor is None:
+    if executor is None:  # threads as for every seed, so that a resumed seed trains as it would have
         workers, worker_threads = plan_workers(cfg, len(seeds), device)
-        stacks = plan_stacks(len(seeds), workers, member_bytes(len(seeds[0].x_train), len(seeds[0].x_val),
-                                                               table.X.shape[1], cfg), cfg, device, where=stage)
-    else:  # one chunk of seeds per task; each task stacks its chunk to fit its node (seba.pretrain.train_chunk)
+    else:
         tasks, gpus = executor.plan(len(seeds))
-        stacks = chunks(list(range(len(seeds))), tasks)
         workers, worker_threads = tasks, params.executor.cpus_per_task
+    where = resume_dir(root, dataset, ratio)
+    keys = resume_keys(table, rows, params.seeds, ratio, cfg, device, precision, worker_threads)
+    resumed = load_resumed(where, seeds, keys)
+    todo = [i for i in range(len(seeds)) if i not in resumed]
+    if resumed:
+        log(f"{stage} {len(resumed)} of {len(seeds)} seeds kept from an interrupted run ({where}): "
+            f"{len(todo)} to train")
+    stacks = []
+    if todo and executor is None:
+        workers = min(workers, len(todo))
+        stacks = plan_stacks(len(todo), workers, member_bytes(len(seeds[0].x_train), len(seeds[0].x_val),
+                                                              table.X.shape[1], cfg), cfg, device, where=stage)
+    elif todo:  # one chunk of seeds per task; each task stacks its chunk to fit its node (seba.pretrain.train_chunk)
+        stacks = chunks(list(range(len(todo))), tasks)
+    stacks = [[todo[i] for i in stack] for stack in stacks]
     tracked = {"dataset": dataset, "ratio": ratio, "seeds": list(params.seeds), "device": str(device),
                "threads": threads, "precision_used": precision,
                "pretrain": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "ratios"},
@@ -72,7 +100,7 @@ def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> Pre
                "stack_sizes": [len(stack) for stack in stacks], "executor": params.executor.kind}
     log(f"{stage} {len(seeds)} seed{'s' if len(seeds) > 1 else ''}: {len(seeds[0].x_train)} train / "
         f"{len(seeds[0].x_val)} val rows, {table.X.shape[1]} columns, {table.n_groups} groups, on {device} "
-        f"({precision}); stacks of {', '.join(str(len(s)) for s in stacks)} seeds"
+        f"({precision}); " + (f"stacks of {', '.join(str(len(s)) for s in stacks)} seeds" if stacks else "nothing to train")
         + (f", {workers} at a time ({worker_threads} torch thread{'s' if worker_threads > 1 else ''} each)"
            if workers > 1 and executor is None else "")
         + (f", as {len(stacks)} Ray task{'s' if len(stacks) > 1 else ''} of {worker_threads} CPU"
@@ -82,20 +110,114 @@ def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> Pre
             for n, stack in enumerate(stacks, start=1)]
     return PretrainRun(dataset, ratio, root, cfg, device, seeds, jobs, workers, worker_threads,
                        encoder_config(cfg, table.X.shape[1]), tracked,
-                       {"dataset": dataset, "ratio": ratio, "device": str(device), "seeds": {}}, 0.0, executor, gpus)
+                       {"dataset": dataset, "ratio": ratio, "device": str(device), "seeds": {}}, 0.0, executor, gpus,
+                       resumed, keys, where)
+
+
+def resume_dir(root: Path, dataset: str, ratio: float | str) -> Path:
+    """`.dvc/tmp/seba-resume/<dataset>-<ratio>` of the repository whose DVC cache this checkout
+    uses: a queued experiment's copy (`.dvc/tmp/exps/tmp*`) names the workspace's cache in its
+    `.dvc/config.local`, and a rerun of the experiment runs in another copy."""
+    dvc_dir = root / ".dvc"
+    for name in ("config.local", "config"):
+        config = configparser.ConfigParser()
+        try:
+            config.read(dvc_dir / name)
+            cache = Path(config.get("cache", "dir"))
+        except (configparser.Error, OSError):
+            continue
+        cache = cache if cache.is_absolute() else (dvc_dir / cache)
+        if cache.name == "cache" and cache.parent.name == ".dvc":
+            dvc_dir = cache.parent
+            break
+    return dvc_dir / "tmp" / "seba-resume" / f"{dataset}-{ratio_tag(ratio)[1:]}"
+
+
+def code_digest() -> str:
+    """sha256 of every source file of the `seba` package (what a seed's training runs)."""
+    digest = hashlib.sha256()
+    package = Path(__file__).resolve().parent
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def resume_keys(table: EncodedTable, rows: list, seeds: list[int], ratio, cfg, device, precision: str,
+                threads: int) -> list[str]:
+    """Each seed's key: a digest of everything its trained encoder depends on (the table, the
+    seed's training and validation rows, which determine its scaled inputs, and the settings)."""
+    import numpy as np
+    import torch
+
+    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("ratios", "progress_seconds")}
+    common = hashlib.sha256(json.dumps({"pretrain": settings, "ratio": ratio, "device": str(device),
+                                        "precision": precision, "threads": threads, "torch": torch.__version__,
+                                        "code": code_digest()}, sort_keys=True, default=str).encode())
+    for array in (table.X, table.groups, table.numeric):
+        common.update(str((array.shape, array.dtype)).encode() + np.ascontiguousarray(array).tobytes())
+    keys = []
+    for seed, (train, val) in zip(seeds, rows):
+        digest = common.copy()
+        for array in (train, val):
+            digest.update(str((array.shape, array.dtype)).encode() + np.ascontiguousarray(array).tobytes())
+        digest.update(str(seed).encode())
+        keys.append(digest.hexdigest()[:32])
+    return keys
+
+
+def resume_file(where: Path, seed: int, key: str) -> Path:
+    return where / f"seed{seed}-{key}.pt"
+
+
+def load_resumed(where: Path, seeds: list[SeedData], keys: list[str]) -> dict:
+    """The seeds an interrupted run of the same training finished (unreadable files are ignored)."""
+    import torch
+
+    kept = {}
+    for i, (data, key) in enumerate(zip(seeds, keys)):
+        path = resume_file(where, data.seed, key)
+        if not path.exists():
+            continue
+        try:
+            kept[i] = PretrainResult(**torch.load(path, map_location="cpu", weights_only=True))
+        except Exception as exc:  # a damaged or foreign file: train the seed again
+            log(f"{data.label} the kept result {path} cannot be read ({type(exc).__name__}); training it again")
+    return kept
+
+
+def keep_for_resume(run: PretrainRun, i: int, result: PretrainResult) -> None:
+    """Keep a trained seed until the stage ends (a failure to write only warns: it is a cache)."""
+    try:
+        run.resume_dir.mkdir(parents=True, exist_ok=True)
+        save_checkpoint(dataclasses.asdict(result), resume_file(run.resume_dir, run.seeds[i].seed, run.keys[i]))
+    except OSError as exc:
+        log(f"{run.seeds[i].label} warning: not kept for a rerun ({exc})")
+
+
+def finish(run: PretrainRun) -> None:
+    """The stage's outputs are written: the kept seeds are no longer needed."""
+    shutil.rmtree(run.resume_dir, ignore_errors=True)
 
 
 def train(run: PretrainRun, tracker) -> None:
     """Train every seed (stacks in worker processes); record each as it arrives."""
     paths.models(run.root, run.dataset, run.ratio).mkdir(parents=True, exist_ok=True)
     run.start = time.perf_counter()
-    if run.executor is None:
+    if not run.jobs:
+        stacks = iter(())
+    elif run.executor is None:
         stacks = ((stack, None) for stack in pretrain_many(run.jobs, run.workers, run.worker_threads))
     else:
         pieces = [(job["members"], job["groups"], job["ratio"], job["cfg"], job["label"]) for job in run.jobs]
         stacks = run.executor.map(train_chunk, pieces, [job["label"] for job in run.jobs], run.gpus_per_task)
-    for data, (result, placement, trained) in zip(run.seeds, arrivals(stacks)):
-        record(run, data, result, trained, tracker, placement)
+    fresh, to_train = arrivals(stacks), len(run.seeds) - len(run.resumed)
+    for i, data in enumerate(run.seeds):
+        if i in run.resumed:
+            record(run, data, run.resumed[i], 0, tracker, None, to_train, kept=True)
+            continue
+        result, placement, trained = next(fresh)
+        keep_for_resume(run, i, result)
+        record(run, data, result, trained, tracker, placement, to_train)
     tracker.log_metrics({"seconds": round(time.perf_counter() - run.start, 3)})
 
 
@@ -119,10 +241,11 @@ def progress(elapsed: float, trained: int, total: int) -> str:
 
 
 def record(run: PretrainRun, data: SeedData, result: PretrainResult, trained: int, tracker,
-           placement: dict | None = None) -> None:
+           placement: dict | None = None, to_train: int | None = None, kept: bool = False) -> None:
     """One trained seed: health check, checkpoint, log entry, tracked metrics and series;
-    ``trained``: the seeds whose training has finished by now (for the time left); ``placement``:
-    where its Ray task ran (seba.executor)."""
+    ``trained`` of ``to_train`` (default: every seed): the seeds this run has trained by now (for
+    the time left); ``placement``: where its Ray task ran (seba.executor); ``kept``: trained by
+    an interrupted run of the stage."""
     seed, label, cfg, device = data.seed, data.label, run.cfg, run.device
     child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed, **placement_tags(placement)})
     warning = check_training(result.val_loss, encode(result.encoder_state, run.model_config, data.x_val, device),
@@ -149,6 +272,6 @@ def record(run: PretrainRun, data: SeedData, result: PretrainResult, trained: in
     tracker.end_child(child)
     elapsed = time.perf_counter() - run.start
     why = f"step cap {cfg.max_steps} reached" if result.capped else "stopped"
-    log(f"{label} done: best val {result.best_val_loss:.4f} at epoch {result.best_epoch}, {why} at "
-        f"epoch {result.stop_epoch} ({result.steps} steps), {format_seconds(result.seconds)}"
-        + progress(elapsed, trained, len(run.seeds)))
+    log(f"{label} {'kept' if kept else 'done'}: best val {result.best_val_loss:.4f} at epoch {result.best_epoch}, "
+        f"{why} at epoch {result.stop_epoch} ({result.steps} steps), {format_seconds(result.seconds)}"
+        + ("" if kept else progress(elapsed, trained, len(run.seeds) if to_train is None else to_train)))

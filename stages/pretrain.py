@@ -9,7 +9,7 @@ from seba.cli import parse_args, run_stage  # first: hands the stage to a warm w
 
 from seba import paths
 from seba.config import load_params
-from seba.pretrain_stage import prepare, train
+from seba.pretrain_stage import finish, prepare, train
 from seba.runtime import repo_root, write_json
 from seba.tracking import Tracker
 
@@ -26,6 +26,7 @@ def main() -> None:
                  tags={"dataset": args.dataset, "ratio": name}, root=root) as tracker:
         train(run, tracker)
     write_json(paths.training_log(root, args.dataset, args.ratio), run.training_log)
+    finish(run)  # the seeds kept for a rerun are no longer needed
 
 
 if __name__ == "__main__":

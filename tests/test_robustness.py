@@ -772,3 +772,73 @@ def test_a_46_class_table_runs_its_episodes(repo, no_mlflow, monkeypatch, capsys
     accuracy, log = few_shot_accuracy(repo, "many", monkeypatch, capsys)
     assert len(EncodedTable.load(repo / "data" / "processed" / "many.npz").classes) == 46
     assert accuracy > 3 * 100 / 46, (accuracy, log)  # percent: three times chance
+
+
+def test_an_interrupted_pretrain_stage_keeps_the_seeds_it_finished(repo, no_mlflow, monkeypatch, capsys):
+    """A pretrain stage stopped during its second stack (Ctrl-C) keeps its first seed; the rerun
+    trains only the other two and writes the checkpoints of an uninterrupted run, bit for bit; the
+    kept seed is removed when the stage ends; another setting does not reuse a kept seed."""
+    import seba.pretrain as pretrain
+
+    table = EncodedTable.load(repo / "data" / "processed" / "diabetes.npz")
+    save_splits(repo / "data" / "splits" / "diabetes.npz", [make_split(table.y, s, 1 / 6, 0.1) for s in range(3)])
+    small = {"encoder_hidden": 32, "encoder_out": 16, "projector_hidden": 32, "projector_out": 16,
+             "max_epochs": 4, "patience": 4, "workers": 1, "threads": 1, "stack_size": 1, "progress_seconds": 1e9}
+    edit_params(repo, lambda p: (p.update(seeds=[0, 1, 2]), p["pretrain"].update(small)))
+    args = ["--dataset", "diabetes", "--ratio", "0.2"]
+    kept = repo / ".dvc" / "tmp" / "seba-resume" / "diabetes-0.2"
+    checkpoints = [repo / "data" / "models" / "diabetes" / "r0.2" / f"seed{s}.pt" for s in range(3)]
+    real, stacks = pretrain.pretrain_stack, []
+
+    def counted(stop_at=None):
+        def stack(**job):
+            stacks.append([m.seed for m in job["members"]])
+            if len(stacks) == stop_at:
+                raise KeyboardInterrupt
+            return real(**job)
+        return stack
+
+    monkeypatch.setattr(pretrain, "pretrain_stack", counted())
+    assert run_stage_script("pretrain", args, monkeypatch, capsys)[0] == 0
+    reference = [p.read_bytes() for p in checkpoints]
+    assert stacks == [[0], [1], [2]] and not kept.exists()
+
+    stacks.clear()
+    monkeypatch.setattr(pretrain, "pretrain_stack", counted(stop_at=2))
+    code, output = run_stage_script("pretrain", args, monkeypatch, capsys)
+    assert code == 130, output
+    assert [p.name.split("-")[0] for p in kept.iterdir()] == ["seed0"]
+
+    stacks.clear()
+    monkeypatch.setattr(pretrain, "pretrain_stack", counted())
+    code, output = run_stage_script("pretrain", args, monkeypatch, capsys)
+    assert code == 0, output
+    assert stacks == [[1], [2]]  # seed 0 was kept
+    assert "1 of 3 seeds kept from an interrupted run" in output and "seed 0 (1/3)] kept: best val" in output
+    assert [p.read_bytes() for p in checkpoints] == reference
+    assert not kept.exists()
+
+    stacks.clear()
+    monkeypatch.setattr(pretrain, "pretrain_stack", counted(stop_at=2))
+    assert run_stage_script("pretrain", args, monkeypatch, capsys)[0] == 130
+    edit_params(repo, lambda p: p["pretrain"].update(lr=2e-3))  # the kept seed trained with another lr
+    stacks.clear()
+    monkeypatch.setattr(pretrain, "pretrain_stack", counted())
+    code, output = run_stage_script("pretrain", args, monkeypatch, capsys)
+    assert code == 0 and stacks == [[0], [1], [2]] and "kept from an interrupted run" not in output, output
+
+
+def test_a_queued_experiment_keeps_seeds_where_the_workspace_does(tmp_path):
+    """A queued experiment runs in a copy (`.dvc/tmp/exps/tmp*`) whose `.dvc/config.local` names
+    the workspace's cache: its kept seeds go to the workspace's `.dvc/tmp`, where the copy of a
+    rerun finds them; a repository with its own cache keeps them in its own."""
+    from seba.pretrain_stage import resume_dir
+
+    workspace = tmp_path / "repo"
+    copy = workspace / ".dvc" / "tmp" / "exps" / "tmpabc"
+    (copy / ".dvc").mkdir(parents=True)
+    (copy / ".dvc" / "config.local").write_text(f"[cache]\ndir = {workspace / '.dvc' / 'cache'}\n")
+    assert resume_dir(copy, "cmc", 0.2) == workspace / ".dvc" / "tmp" / "seba-resume" / "cmc-0.2"
+    assert resume_dir(workspace, "cmc", "random") == workspace / ".dvc" / "tmp" / "seba-resume" / "cmc-random"
+    (copy / ".dvc" / "config.local").write_text("[cache]\ndir = /somewhere/else\n")  # a cache of the user's
+    assert resume_dir(copy, "cmc", 0.2) == copy / ".dvc" / "tmp" / "seba-resume" / "cmc-0.2"
