@@ -241,9 +241,9 @@ def progress(elapsed: float, trained: int, total: int) -> str:
 
 
 def record(run: PretrainRun, data: SeedData, result: PretrainResult, trained: int, tracker,
-           placement: dict | None = None, to_train: int | None = None, kept: bool = False) -> None:
+           placement: dict | None, to_train: int, kept: bool = False) -> None:
     """One trained seed: health check, checkpoint, log entry, tracked metrics and series;
-    ``trained`` of ``to_train`` (default: every seed): the seeds this run has trained by now (for
+    ``trained`` of ``to_train``: the seeds this run has trained by now (for
     the time left); ``placement``: where its Ray task ran (seba.executor); ``kept``: trained by
     an interrupted run of the stage."""
     seed, label, cfg, device = data.seed, data.label, run.cfg, run.device
@@ -274,4 +274,4 @@ def record(run: PretrainRun, data: SeedData, result: PretrainResult, trained: in
     why = f"step cap {cfg.max_steps} reached" if result.capped else "stopped"
     log(f"{label} {'kept' if kept else 'done'}: best val {result.best_val_loss:.4f} at epoch {result.best_epoch}, "
         f"{why} at epoch {result.stop_epoch} ({result.steps} steps), {format_seconds(result.seconds)}"
-        + ("" if kept else progress(elapsed, trained, len(run.seeds) if to_train is None else to_train)))
+        + ("" if kept else progress(elapsed, trained, to_train)))
