@@ -15,7 +15,9 @@
 # order (default: params.yaml's datasets, cheapest first); STACKING=0 skips the stacking benchmark, TESTS=0
 # the CUDA tests; METHODS=[] runs SeBA alone (the baselines' stages need no GPU: run them elsewhere);
 # DEADLINE=S starts no table after S seconds of the protocol (default: two thirds of its time), so
-# that a table too long for the time left is not started and lost.
+# that a table too long for the time left is not started and lost. STAGE_DEADLINE=S starts no
+# pretrain stage after S seconds, and RESUME=1 keeps the pretrain stages an earlier call finished
+# on the same (warm) machine: a table longer than one call runs in two (gpu_protocol.py --resume).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${1:?OUTDIR SECONDS}; budget=${2:?OUTDIR SECONDS}; baseline=${3:-}
@@ -44,7 +46,8 @@ if [ -n "$tables" ]; then order=(--datasets $tables); else order=(--cheapest-fir
 echo "== protocol: $rest s"
 timeout "$rest" python3 benchmarks/gpu_protocol.py --set seeds=100 fetch.source=snapshot "baselines.methods=$methods" \
   "${order[@]}" \
-  --deadline "${DEADLINE:-$(( rest * 2 / 3 ))}" --out "$out" > "$out/protocol.log" 2>&1
+  --deadline "${DEADLINE:-$(( rest * 2 / 3 ))}" ${STAGE_DEADLINE:+--stage-deadline "$STAGE_DEADLINE"} \
+  $([ "${RESUME:-0}" = 1 ] && echo --resume) --out "$out" > "$out/protocol.log" 2>&1
 echo "protocol exit $?"
 grep '^==' "$out/protocol.log"
 ls -la "$out"

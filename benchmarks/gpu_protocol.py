@@ -5,14 +5,24 @@ what finished must survive a time limit.
 Usage (repository root of a throwaway checkout: params.yaml is edited for the run and put back
 at the end):
     python benchmarks/gpu_protocol.py [--set KEY=VALUE ...] [--datasets cmc diabetes ...]
-                                      [--deadline SECONDS] [--out DIR]
+                                      [--deadline SECONDS] [--stage-deadline SECONDS] [--resume]
+                                      [--out DIR]
 
 `--set` edits params.yaml as `benchmarks/gpu_run.sh start` does (dotted keys, YAML values;
 `seeds=N` is seeds 0 .. N-1). Then, as `python stages/<stage>.py ...` but in this process (so
 each stage instance pays no start-up; `runpy`, the script's own `main` and error handling):
 `validate`, and for each dataset in turn `fetch`, `preprocess`, `split`, `pretrain` for every
 ratio, `evaluate` and `baseline` for every method of `baselines.methods`. A stage that fails
-stops the run (its error printed). No new dataset is started after `--deadline` seconds.
+stops the run (its error printed). No new dataset is started after `--deadline` seconds, and no
+new pretrain stage after `--stage-deadline` seconds (the run ends there, its finished stages kept).
+
+`--resume` is for a table longer than one call of a machine that keeps the checkout's ignored
+files between calls (the lent GPU machine, while it is warm): a pretrain stage that an earlier
+run of this script finished in this checkout, with the same params (all of params.yaml after the
+`--set` edits but `datasets`), is not run again; its encoders in data/models are used as they
+are and its recorded seconds are counted (marked `resumed` in timings.json). Each finished
+pretrain stage leaves its record in `.dvc/tmp/gpu-protocol/` (git-ignored). So a table cut by
+`--stage-deadline` in one call is finished by the same command with `--resume` in the next.
 `--cheapest-first` runs the datasets in the order of their measured cost (`CHEAPEST_FIRST`;
 others after them), so that a time limit cuts the dearest.
 
@@ -28,6 +38,7 @@ dataset it finished. Unpack the archives in a checkout with the same params to a
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import platform
 import runpy
@@ -40,6 +51,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+DONE = ROOT / ".dvc" / "tmp" / "gpu-protocol"  # a record per finished pretrain stage (--resume)
 
 
 def edit_params(text: str, settings: list[str]) -> str:
@@ -75,6 +87,36 @@ def run_stage(script: str, *args: str) -> float:
     finally:
         sys.argv = argv
     return time.perf_counter() - start
+
+
+def params_key(params_text: str) -> str:
+    """What a finished pretrain stage's record is keyed on: the run's params but `datasets` (a
+    second call may name fewer or other tables)."""
+    params = yaml.safe_load(params_text)
+    params.pop("datasets", None)
+    return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()
+
+
+def done_record(dataset: str, ratio: float) -> Path:
+    return DONE / f"{dataset}-r{ratio}.json"
+
+
+def mark_done(dataset: str, ratio: float, key: str, seconds: float) -> None:
+    """Record that ``dataset``'s pretrain stage for ``ratio`` finished under params ``key``."""
+    DONE.mkdir(parents=True, exist_ok=True)
+    done_record(dataset, ratio).write_text(json.dumps({"params": key, "seconds": round(seconds, 3)}))
+
+
+def finished_seconds(dataset: str, ratio: float, key: str) -> float | None:
+    """The seconds of ``dataset``'s pretrain stage for ``ratio`` if this checkout finished it under
+    params ``key`` and its encoders' log is still there; else None (the stage must run)."""
+    from seba.config import ratio_tag
+
+    record = done_record(dataset, ratio)
+    if not record.exists() or not (ROOT / "data" / "models" / dataset / ratio_tag(ratio) / "log.json").exists():
+        return None
+    entry = json.loads(record.read_text())
+    return float(entry["seconds"]) if entry.get("params") == key else None
 
 
 def device_description() -> dict:
@@ -117,6 +159,10 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="*", help="in this order (default: params.yaml's datasets)")
     parser.add_argument("--cheapest-first", action="store_true", help="the datasets in CHEAPEST_FIRST's order")
     parser.add_argument("--deadline", type=float, default=0, help="start no dataset after this many seconds")
+    parser.add_argument("--stage-deadline", type=float, default=0,
+                        help="start no pretrain stage after this many seconds (see --resume)")
+    parser.add_argument("--resume", action="store_true",
+                        help="skip the pretrain stages an earlier run finished here with the same params")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
 
@@ -125,7 +171,9 @@ def main() -> None:
     settings = list(args.set)
     if args.datasets:
         settings.append(f"datasets=[{','.join(args.datasets)}]")
-    params_file.write_text(edit_params(original, settings))
+    edited = edit_params(original, settings)
+    key = params_key(edited)
+    params_file.write_text(edited)
     try:
         sys.path.insert(0, str(ROOT))
         from seba.config import load_params
@@ -143,17 +191,43 @@ def main() -> None:
             print(f"== {script} {' '.join(stage_args)}: {seconds:.1f} s", flush=True)
             return seconds
 
+        def pretrain(dataset: str, ratio: float) -> float | None:
+            """The stage's seconds (run now, or by an earlier run with --resume); None: not started
+            (--stage-deadline)."""
+            stage_args = ("--dataset", dataset, "--ratio", str(ratio))
+            earlier = finished_seconds(dataset, ratio, key) if args.resume else None
+            if earlier is not None:
+                timings["stages"].append({"stage": "pretrain", "args": list(stage_args), "seconds": earlier,
+                                          "resumed": True})
+                print(f"== pretrain {' '.join(stage_args)}: finished by an earlier run ({earlier:.1f} s)", flush=True)
+                return earlier
+            if args.stage_deadline and time.perf_counter() - start > args.stage_deadline:
+                return None
+            done_record(dataset, ratio).unlink(missing_ok=True)  # its encoders are about to be replaced
+            seconds = timed("pretrain", *stage_args)
+            mark_done(dataset, ratio, key, seconds)
+            return seconds
+
         timed("validate")
         done: list[str] = []
+        stopped = False
         for dataset in cheapest_first(params.datasets) if args.cheapest_first else params.datasets:
             if args.deadline and time.perf_counter() - start > args.deadline:
                 print(f"== deadline: {dataset} and the datasets after it not started", flush=True)
                 break
             seconds = {"fetch": timed("fetch", "--dataset", dataset),
                        "preprocess": timed("preprocess", "--dataset", dataset),
-                       "split": timed("split", "--dataset", dataset)}
-            seconds["pretrain"] = sum(timed("pretrain", "--dataset", dataset, "--ratio", str(ratio))
-                                      for ratio in params.pretrain.ratios)
+                       "split": timed("split", "--dataset", dataset), "pretrain": 0.0}
+            for ratio in params.pretrain.ratios:
+                ratio_seconds = pretrain(dataset, ratio)
+                if ratio_seconds is None:
+                    print(f"== stage deadline: pretrain {dataset} r={ratio} and the stages after it not started "
+                          "(the same command with --resume on this machine goes on from there)", flush=True)
+                    stopped = True
+                    break
+                seconds["pretrain"] += ratio_seconds
+            if stopped:
+                break
             seconds["evaluate"] = timed("evaluate", "--dataset", dataset)
             seconds["baselines"] = sum(timed("baseline", "--method", method, "--dataset", dataset)
                                        for method in params.baselines.methods)

@@ -199,3 +199,57 @@ def test_knn_features_one_nn_and_its_three_treatments():
     np.testing.assert_allclose(treated["standardised, Euclidean"].std(0), 1.0, rtol=1e-4)
     np.testing.assert_allclose(treated["raw, Euclidean"], table.X)
     np.testing.assert_allclose(np.linalg.norm(treated["raw, cosine"], axis=1), 1.0, rtol=1e-5)
+
+
+def test_gpu_protocol_stage_deadline_then_resume_runs_each_pretrain_stage_once(tmp_path, monkeypatch):
+    """A table cut by --stage-deadline is finished by a second run with --resume: the pretrain
+    stages the first run finished are not run again (their seconds counted), the others are, and
+    a change of params (other than `datasets`) makes every stage run again."""
+    import json
+    import types
+
+    protocol = load("gpu_protocol")
+    (tmp_path / "params.yaml").write_text((ROOT / "params.yaml").read_text())
+    monkeypatch.setattr(protocol, "ROOT", tmp_path)
+    monkeypatch.setattr(protocol, "DONE", tmp_path / ".dvc" / "tmp" / "gpu-protocol")
+    clock = {"now": 0.0}
+    monkeypatch.setattr(protocol, "time", types.SimpleNamespace(perf_counter=lambda: clock["now"]))
+    calls = []
+
+    def fake_stage(script, *args):
+        calls.append((script, *args))
+        clock["now"] += 10.0
+        if script == "pretrain":
+            dataset, ratio = args[1], float(args[3])
+            folder = tmp_path / "data" / "models" / dataset / f"r{ratio}"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "log.json").write_text("{}")
+        return 10.0
+
+    monkeypatch.setattr(protocol, "run_stage", fake_stage)
+    monkeypatch.setattr(protocol, "device_description", lambda: {})
+    monkeypatch.setattr(protocol, "pack", lambda *a: None)
+
+    def run(*extra):
+        calls.clear()
+        clock["now"] = 0.0
+        monkeypatch.setattr("sys.argv", ["gpu_protocol.py", "--set", "seeds=2", "--datasets", "cmc", "--out",
+                                         str(tmp_path / "out"), *extra])
+        protocol.main()
+        return [c for c in calls if c[0] == "pretrain"], json.loads((tmp_path / "out" / "timings.json").read_text())
+
+    # validate, fetch, preprocess, split: 40 s; r = 0.1 and 0.2 start before 55 s, r = 0.3 after
+    pretrained, timings = run("--stage-deadline", "55")
+    assert [c[4] for c in pretrained] == ["0.1", "0.2"] and "cmc" not in timings["datasets"]
+    pretrained, timings = run("--resume")
+    assert [c[4] for c in pretrained] == ["0.3", "0.4", "0.5"]
+    assert timings["datasets"]["cmc"]["pretrain"] == 50.0
+    assert sum(bool(s.get("resumed")) for s in timings["stages"]) == 2
+    assert ("evaluate", "--dataset", "cmc") in calls
+    # another table listed too (`datasets` is not part of the key): cmc's stages all kept
+    pretrained, _ = run("--resume", "--datasets", "cmc", "diabetes")
+    assert {c[2] for c in pretrained} == {"diabetes"} and len(pretrained) == 5
+    # other params: every stage runs again
+    pretrained, _ = run("--resume", "--set", "seeds=2", "pretrain.lr=0.01")
+    assert len(pretrained) == 5
+    assert (tmp_path / "params.yaml").read_text() == (ROOT / "params.yaml").read_text()
