@@ -18,6 +18,7 @@
 # that a table too long for the time left is not started and lost. STAGE_DEADLINE=S starts no
 # pretrain stage after S seconds, and RESUME=1 keeps the pretrain stages an earlier call finished
 # on the same (warm) machine: a table longer than one call runs in two (gpu_protocol.py --resume).
+# SEEDS=A..B runs those seeds instead of 0..99 (a table split by seeds over calls or machines).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${1:?OUTDIR SECONDS}; budget=${2:?OUTDIR SECONDS}; baseline=${3:-}
@@ -44,7 +45,7 @@ cat "$out/checks.log"
 rest=$(( $(left) - 15 ))
 if [ -n "$tables" ]; then order=(--datasets $tables); else order=(--cheapest-first); fi
 echo "== protocol: $rest s"
-timeout "$rest" python3 benchmarks/gpu_protocol.py --set seeds=100 fetch.source=snapshot "baselines.methods=$methods" \
+timeout "$rest" python3 benchmarks/gpu_protocol.py --set "seeds=${SEEDS:-100}" fetch.source=snapshot "baselines.methods=$methods" \
   "${order[@]}" \
   --deadline "${DEADLINE:-$(( rest * 2 / 3 ))}" ${STAGE_DEADLINE:+--stage-deadline "$STAGE_DEADLINE"} \
   $([ "${RESUME:-0}" = 1 ] && echo --resume) --out "$out" > "$out/protocol.log" 2>&1

@@ -9,7 +9,7 @@ at the end):
                                       [--out DIR]
 
 `--set` edits params.yaml as `benchmarks/gpu_run.sh start` does (dotted keys, YAML values;
-`seeds=N` is seeds 0 .. N-1). Then, as `python stages/<stage>.py ...` but in this process (so
+`seeds=N` is seeds 0 .. N-1, `seeds=A..B` seeds A to B). Then, as `python stages/<stage>.py ...` but in this process (so
 each stage instance pays no start-up; `runpy`, the script's own `main` and error handling):
 `validate`, and for each dataset in turn `fetch`, `preprocess`, `split`, `pretrain` for every
 ratio, `evaluate` and `baseline` for every method of `baselines.methods`. A stage that fails
@@ -23,6 +23,9 @@ run of this script finished in this checkout, with the same params (all of param
 are and its recorded seconds are counted (marked `resumed` in timings.json). Each finished
 pretrain stage leaves its record in `.dvc/tmp/gpu-protocol/` (git-ignored). So a table cut by
 `--stage-deadline` in one call is finished by the same command with `--resume` in the next.
+Seeds are independent, so a table can also be split by seeds (`seeds=0..49`, then `seeds=50..99`,
+on any machine), the logs merged by `benchmarks/protocol_cells.py`; on CUDA a seed's arithmetic
+then differs from a 100-seed stack's in rounding only (batched products of another size).
 `--cheapest-first` runs the datasets in the order of their measured cost (`CHEAPEST_FIRST`;
 others after them), so that a time limit cuts the dearest.
 
@@ -41,6 +44,7 @@ import argparse
 import hashlib
 import json
 import platform
+import re
 import runpy
 import shutil
 import sys
@@ -62,7 +66,13 @@ def edit_params(text: str, settings: list[str]) -> str:
         key, sep, value = item.partition("=")
         if not sep:
             raise SystemExit(f"--set takes KEY=VALUE, got {item!r}")
-        value = yaml.safe_load(value)
+        if key == "seeds" and re.fullmatch(r"\d+\.\.\d+", value.strip()):
+            first, last = (int(v) for v in value.split(".."))
+            if last < first:
+                raise SystemExit(f"--set seeds={value}: the last seed is below the first")
+            value = list(range(first, last + 1))
+        else:
+            value = yaml.safe_load(value)
         if key == "seeds" and isinstance(value, int):
             value = list(range(value))
         node = params

@@ -25,6 +25,10 @@ def test_gpu_protocol_edits_dotted_keys_and_refuses_unknown_sections():
     assert params["seeds"] == [0, 1, 2, 3]
     assert params["pretrain"]["precision"] == "tf32" and params["baselines"]["methods"] == ["knn"]
     assert params["datasets"] == yaml.safe_load(text)["datasets"]  # the rest as it was
+    assert yaml.safe_load(edit(text, ["seeds=50..53"]))["seeds"] == [50, 51, 52, 53]
+    assert yaml.safe_load(edit(text, ["seeds=[7, 9]"]))["seeds"] == [7, 9]
+    with pytest.raises(SystemExit, match="below the first"):
+        edit(text, ["seeds=9..3"])
     with pytest.raises(SystemExit, match="no section 'pretrian'"):
         edit(text, ["pretrian.lr=0.1"])
     with pytest.raises(SystemExit, match="KEY=VALUE"):
