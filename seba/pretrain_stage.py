@@ -16,6 +16,7 @@ import configparser
 import dataclasses
 import hashlib
 import json
+import math
 import shutil
 import time
 from pathlib import Path
@@ -215,37 +216,50 @@ def train(run: PretrainRun, tracker) -> None:
         if i in run.resumed:
             record(run, data, run.resumed[i], 0, tracker, None, to_train, kept=True)
             continue
-        result, placement, trained = next(fresh)
+        result, placement, trained, arrived = next(fresh)
         keep_for_resume(run, i, result)
-        record(run, data, result, trained, tracker, placement, to_train)
+        record(run, data, result, trained, tracker, placement, to_train, stacks=(arrived, len(run.jobs), run.workers))
     tracker.log_metrics({"seconds": round(time.perf_counter() - run.start, 3)})
 
 
 def arrivals(stacks):
-    """Each trained seed's result as its stack arrives, with the stack's placement and how many
-    seeds have finished training by then: a stack's seeds all finish together."""
+    """Each trained seed's result as its stack arrives, with the stack's placement, how many
+    seeds have finished training by then (a stack's seeds all finish together) and how many
+    stacks have arrived."""
     trained = 0
-    for stack, placement in stacks:
+    for arrived, (stack, placement) in enumerate(stacks, start=1):
         trained += len(stack)
         for result in stack:
-            yield result, placement, trained
+            yield result, placement, trained, arrived
 
 
-def progress(elapsed: float, trained: int, total: int) -> str:
+def progress(elapsed: float, trained: int, total: int, arrived: int = 0, stacks: int = 0, parallel: int = 1) -> str:
     """What is left of the stage, from the seconds that ``trained`` of ``total`` seeds took
-    (empty once every seed has trained)."""
+    (empty once every seed has trained). With the stacks counted (``arrived`` of ``stacks``,
+    ``parallel`` of them training at once), the stage is read as rounds of ``parallel`` stacks:
+    a stack that arrives first has its neighbours of the same round about to arrive too."""
     left = total - trained
     if left <= 0:
         return ""
-    return f"; {left} seed{'s' if left > 1 else ''} still to train, stage ~{format_seconds(elapsed / trained * left)} left"
+    if arrived and stacks:
+        parallel = max(1, min(parallel, stacks))
+        done, rounds = math.ceil(arrived / parallel), math.ceil(stacks / parallel)
+        seconds = elapsed / done * (rounds - done)
+    else:
+        seconds = elapsed / trained * left
+    seeds = f"{left} seed{'s' if left > 1 else ''} still to train"
+    if seconds < 1:
+        return f"; {seeds}, finishing beside this stack"
+    return f"; {seeds}, stage ~{format_seconds(seconds)} left"
 
 
 def record(run: PretrainRun, data: SeedData, result: PretrainResult, trained: int, tracker,
-           placement: dict | None, to_train: int, kept: bool = False) -> None:
+           placement: dict | None, to_train: int, kept: bool = False, stacks: tuple[int, int, int] = (0, 0, 1)) -> None:
     """One trained seed: health check, checkpoint, log entry, tracked metrics and series;
     ``trained`` of ``to_train``: the seeds this run has trained by now (for
-    the time left); ``placement``: where its Ray task ran (seba.executor); ``kept``: trained by
-    an interrupted run of the stage."""
+    the time left, with ``stacks``: the stacks arrived, all stacks and how many train at once);
+    ``placement``: where its Ray task ran (seba.executor); ``kept``: trained by an interrupted
+    run of the stage."""
     seed, label, cfg, device = data.seed, data.label, run.cfg, run.device
     child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed, **placement_tags(placement)})
     warning = check_training(result.val_loss, encode(result.encoder_state, run.model_config, data.x_val, device),
@@ -274,4 +288,4 @@ def record(run: PretrainRun, data: SeedData, result: PretrainResult, trained: in
     why = f"step cap {cfg.max_steps} reached" if result.capped else "stopped"
     log(f"{label} {'kept' if kept else 'done'}: best val {result.best_val_loss:.4f} at epoch {result.best_epoch}, "
         f"{why} at epoch {result.stop_epoch} ({result.steps} steps), {format_seconds(result.seconds)}"
-        + ("" if kept else progress(elapsed, trained, to_train)))
+        + ("" if kept else progress(elapsed, trained, to_train, *stacks)))

@@ -162,10 +162,17 @@ def test_fused_adam_makes_torch_adams_update_and_keeps_members_state():
 def test_progress_counts_a_stacks_seeds_as_trained_together():
     from seba.pretrain_stage import arrivals, progress
     stacks = [(["a", "b", "c"], None), (["d"], {"node": "n1"})]
-    assert list(arrivals(iter(stacks))) == [("a", None, 3), ("b", None, 3), ("c", None, 3),
-                                            ("d", {"node": "n1"}, 4)]
+    assert list(arrivals(iter(stacks))) == [("a", None, 3, 1), ("b", None, 3, 1), ("c", None, 3, 1),
+                                            ("d", {"node": "n1"}, 4, 2)]
     # one stack of 100 trained in 20 s: nothing is left, whichever seed is recorded first
     assert progress(20.0, 100, 100) == ""
     # the first of two stacks of 50 took 20 s: the other 50 seeds, about 20 s more
     assert progress(20.0, 50, 100) == "; 50 seeds still to train, stage ~20s left"
+    assert progress(20.0, 50, 100, 1, 2, 1) == "; 50 seeds still to train, stage ~20s left"
     assert progress(30.0, 2, 3) == "; 1 seed still to train, stage ~15s left"
+    # two workers: the other stack of 50 trains beside the first and arrives with it
+    assert progress(20.0, 50, 100, 1, 2, 2) == "; 50 seeds still to train, finishing beside this stack"
+    # ten stacks of one seed, two at a time: the first arrives after 60 s, four rounds remain
+    assert progress(60.0, 1, 10, 1, 10, 2) == "; 9 seeds still to train, stage ~4m00s left"
+    # the third arrives at 120 s: two rounds done, three to go
+    assert progress(120.0, 3, 10, 3, 10, 2) == "; 7 seeds still to train, stage ~3m00s left"
