@@ -233,31 +233,28 @@ def arrivals(stacks):
             yield result, placement, trained, arrived
 
 
-def progress(elapsed: float, trained: int, total: int, arrived: int = 0, stacks: int = 0, parallel: int = 1) -> str:
-    """What is left of the stage, from the seconds that ``trained`` of ``total`` seeds took
-    (empty once every seed has trained). With the stacks counted (``arrived`` of ``stacks``,
-    ``parallel`` of them training at once), the stage is read as rounds of ``parallel`` stacks:
-    a stack that arrives first has its neighbours of the same round about to arrive too."""
+def progress(elapsed: float, trained: int, total: int, arrived: int, stacks: int, parallel: int) -> str:
+    """What is left of the stage once ``trained`` of its ``total`` seeds, ``arrived`` of its
+    ``stacks``, have trained in ``elapsed`` seconds (empty once every seed has): the stacks train
+    in rounds of ``parallel`` at once, so a stack that arrives first has the others of its round
+    about to arrive too."""
     left = total - trained
     if left <= 0:
         return ""
-    if arrived and stacks:
-        parallel = max(1, min(parallel, stacks))
-        done, rounds = math.ceil(arrived / parallel), math.ceil(stacks / parallel)
-        seconds = elapsed / done * (rounds - done)
-    else:
-        seconds = elapsed / trained * left
+    parallel = max(1, min(parallel, stacks))
+    done, rounds = math.ceil(arrived / parallel), math.ceil(stacks / parallel)
     seeds = f"{left} seed{'s' if left > 1 else ''} still to train"
-    if seconds < 1:
+    if done == rounds:
         return f"; {seeds}, finishing beside this stack"
-    return f"; {seeds}, stage ~{format_seconds(seconds)} left"
+    return f"; {seeds}, stage ~{format_seconds(elapsed / done * (rounds - done))} left"
 
 
 def record(run: PretrainRun, data: SeedData, result: PretrainResult, trained: int, tracker,
-           placement: dict | None, to_train: int, kept: bool = False, stacks: tuple[int, int, int] = (0, 0, 1)) -> None:
+           placement: dict | None, to_train: int, kept: bool = False, stacks: tuple[int, int, int] | None = None) -> None:
     """One trained seed: health check, checkpoint, log entry, tracked metrics and series;
     ``trained`` of ``to_train``: the seeds this run has trained by now (for
-    the time left, with ``stacks``: the stacks arrived, all stacks and how many train at once);
+    the time left, with ``stacks``: the stacks arrived, all stacks and how many train at once;
+    None for a kept seed);
     ``placement``: where its Ray task ran (seba.executor); ``kept``: trained by an interrupted
     run of the stage."""
     seed, label, cfg, device = data.seed, data.label, run.cfg, run.device

@@ -165,11 +165,11 @@ def test_progress_counts_a_stacks_seeds_as_trained_together():
     assert list(arrivals(iter(stacks))) == [("a", None, 3, 1), ("b", None, 3, 1), ("c", None, 3, 1),
                                             ("d", {"node": "n1"}, 4, 2)]
     # one stack of 100 trained in 20 s: nothing is left, whichever seed is recorded first
-    assert progress(20.0, 100, 100) == ""
-    # the first of two stacks of 50 took 20 s: the other 50 seeds, about 20 s more
-    assert progress(20.0, 50, 100) == "; 50 seeds still to train, stage ~20s left"
+    assert progress(20.0, 100, 100, 1, 1, 1) == ""
+    # the first of two stacks of 50 took 20 s, one at a time: the other 50 seeds, about 20 s more
     assert progress(20.0, 50, 100, 1, 2, 1) == "; 50 seeds still to train, stage ~20s left"
-    assert progress(30.0, 2, 3) == "; 1 seed still to train, stage ~15s left"
+    assert progress(30.0, 2, 3, 2, 3, 1) == "; 1 seed still to train, stage ~15s left"
+    assert progress(0.3, 1, 4, 1, 4, 1) == "; 3 seeds still to train, stage ~1s left"
     # two workers: the other stack of 50 trains beside the first and arrives with it
     assert progress(20.0, 50, 100, 1, 2, 2) == "; 50 seeds still to train, finishing beside this stack"
     # ten stacks of one seed, two at a time: the first arrives after 60 s, four rounds remain
