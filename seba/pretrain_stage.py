@@ -217,7 +217,8 @@ def train(run: PretrainRun, tracker) -> None:
             record(run, data, run.resumed[i], 0, tracker, None, to_train, kept=True)
             continue
         result, placement, trained, arrived = next(fresh)
-        keep_for_resume(run, i, result)
+        if trained < to_train:  # stacks are still training: keep this seed for a rerun (the last
+            keep_for_resume(run, i, result)  # stack's seeds are only recorded, as they would be then)
         record(run, data, result, trained, tracker, placement, to_train, stacks=(arrived, len(run.jobs), run.workers))
     tracker.log_metrics({"seconds": round(time.perf_counter() - run.start, 3)})
 

@@ -798,10 +798,15 @@ def test_an_interrupted_pretrain_stage_keeps_the_seeds_it_finished(repo, no_mlfl
             return real(**job)
         return stack
 
+    import seba.pretrain_stage as stage
+
+    keep, kept_seeds = stage.keep_for_resume, []
+    monkeypatch.setattr(stage, "keep_for_resume", lambda run, i, result: (kept_seeds.append(i), keep(run, i, result)))
     monkeypatch.setattr(pretrain, "pretrain_stack", counted())
     assert run_stage_script("pretrain", args, monkeypatch, capsys)[0] == 0
     reference = [p.read_bytes() for p in checkpoints]
     assert stacks == [[0], [1], [2]] and not kept.exists()
+    assert kept_seeds == [0, 1]  # the last stack's seed: nothing is left to train when it arrives
 
     stacks.clear()
     monkeypatch.setattr(pretrain, "pretrain_stack", counted(stop_at=2))
