@@ -214,12 +214,12 @@ def train(run: PretrainRun, tracker) -> None:
     fresh, to_train = arrivals(stacks), len(run.seeds) - len(run.resumed)
     for i, data in enumerate(run.seeds):
         if i in run.resumed:
-            record(run, data, run.resumed[i], 0, tracker, None, to_train, kept=True)
+            record(run, data, run.resumed[i], tracker, None, progress_of=None)  # kept
             continue
         result, placement, trained, arrived = next(fresh)
         if trained < to_train:  # stacks are still training: keep this seed for a rerun (the last
             keep_for_resume(run, i, result)  # stack's seeds are only recorded, as they would be then)
-        record(run, data, result, trained, tracker, placement, to_train, stacks=(arrived, len(run.jobs), run.workers))
+        record(run, data, result, tracker, placement, progress_of=(trained, to_train, arrived, len(run.jobs), run.workers))
     tracker.log_metrics({"seconds": round(time.perf_counter() - run.start, 3)})
 
 
@@ -250,14 +250,13 @@ def progress(elapsed: float, trained: int, total: int, arrived: int, stacks: int
     return f"; {seeds}, stage ~{format_seconds(elapsed / done * (rounds - done))} left"
 
 
-def record(run: PretrainRun, data: SeedData, result: PretrainResult, trained: int, tracker,
-           placement: dict | None, to_train: int, kept: bool = False, stacks: tuple[int, int, int] | None = None) -> None:
+def record(run: PretrainRun, data: SeedData, result: PretrainResult, tracker, placement: dict | None,
+           progress_of: tuple[int, int, int, int, int] | None) -> None:
     """One trained seed: health check, checkpoint, log entry, tracked metrics and series;
-    ``trained`` of ``to_train``: the seeds this run has trained by now (for
-    the time left, with ``stacks``: the stacks arrived, all stacks and how many train at once;
-    None for a kept seed);
-    ``placement``: where its Ray task ran (seba.executor); ``kept``: trained by an interrupted
-    run of the stage."""
+    ``placement``: where its Ray task ran (seba.executor); ``progress_of``: ``progress``'s
+    arguments but the seconds (the seeds this run has trained by now and all it trains, the
+    stacks arrived, all stacks, how many train at once), None for a seed kept from an
+    interrupted run of the stage."""
     seed, label, cfg, device = data.seed, data.label, run.cfg, run.device
     child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed, **placement_tags(placement)})
     warning = check_training(result.val_loss, encode(result.encoder_state, run.model_config, data.x_val, device),
@@ -284,6 +283,7 @@ def record(run: PretrainRun, data: SeedData, result: PretrainResult, trained: in
     tracker.end_child(child)
     elapsed = time.perf_counter() - run.start
     why = f"step cap {cfg.max_steps} reached" if result.capped else "stopped"
+    kept = progress_of is None
     log(f"{label} {'kept' if kept else 'done'}: best val {result.best_val_loss:.4f} at epoch {result.best_epoch}, "
         f"{why} at epoch {result.stop_epoch} ({result.steps} steps), {format_seconds(result.seconds)}"
-        + ("" if kept else progress(elapsed, trained, to_train, *stacks)))
+        + ("" if kept else progress(elapsed, *progress_of)))
