@@ -205,6 +205,35 @@ def test_knn_features_one_nn_and_its_three_treatments():
     np.testing.assert_allclose(np.linalg.norm(treated["raw, cosine"], axis=1), 1.0, rtol=1e-5)
 
 
+def test_knn_features_standardised_equals_the_knn_baseline_with_ties():
+    """Rows repeated under different labels put support rows at equal distances: the benchmark's
+    standardised 1-NN must pick among them as the `knn` baseline does (its figures are the
+    baseline's)."""
+    import numpy as np
+    import torch
+
+    from seba.baselines.base import score_seed
+    from seba.baselines.knn import KNN, KnnConfig
+    from seba.data import EncodedTable, Split
+    from seba.episodes import sample_episodes
+    module = load("knn_features")
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(4), 30)
+    X = rng.integers(0, 2, size=(len(y), 3)).astype(np.float32)  # 8 distinct rows: many exact ties
+    table = EncodedTable(X=X, y=y, groups=np.arange(3), numeric=np.ones(3, bool), columns=np.array(["a", "b", "c"]),
+                         encoded_names=np.array(["a", "b", "c"]), classes=np.array(["0", "1", "2", "3"]))
+    order = rng.permutation(len(y))
+    split = Split(seed=3, train=order[:40], val=order[40:50], test=np.sort(order[50:]))
+    cfg = type("E", (), {"shots": [1], "episodes": 20})()
+    frame, _, _ = score_seed(KNN, KnnConfig(k=1), table, split, seed=3, evaluate_cfg=cfg, dataset="ties",
+                             device=torch.device("cpu"))
+    features = module.treatments(table, split.train)["standardised, Euclidean"]
+    y_test = y[split.test]
+    episodes = sample_episodes(y_test, 4, 1, 20, 3, "ties")
+    ours = module.one_nn_accuracy(torch.as_tensor(features[split.test]), y_test, episodes)
+    assert ours == pytest.approx(frame["accuracy"].mean(), abs=1e-4)  # the baseline sums in float32
+
+
 def test_gpu_protocol_stage_deadline_then_resume_runs_each_pretrain_stage_once(tmp_path, monkeypatch):
     """A table cut by --stage-deadline is finished by a second run with --resume: the pretrain
     stages the first run finished are not run again (their seconds counted), the others are, and
