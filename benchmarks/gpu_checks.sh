@@ -19,6 +19,8 @@
 # pretrain stage after S seconds, and RESUME=1 keeps the pretrain stages an earlier call finished
 # on the same (warm) machine: a table longer than one call runs in two (gpu_protocol.py --resume).
 # SEEDS=A..B runs those seeds instead of 0..99 (a table split by seeds over calls or machines).
+# FT_SPEED=karhunen,dna times the FT-Transformer's training step against the MLP's on those tables
+# (benchmarks/encoder_speed.py --device cuda, before the protocol; 200 s at most).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${1:?OUTDIR SECONDS}; budget=${2:?OUTDIR SECONDS}; baseline=${3:-}
@@ -40,6 +42,11 @@ left() { echo $(( budget - ($(date +%s) - t0) )); }
   [ "${STACKING:-1}" = 0 ] || timeout 150 python3 benchmarks/stacking.py --device cuda --dataset karhunen --stacks 1,5,25,100 \
     --seeds 10 --max-epochs 100 --repeats 1 ${baseline:+--baseline-code "$baseline"} 2>&1
   echo "== stacking done: $(left) s left"
+  if [ -n "${FT_SPEED:-}" ]; then
+    echo "== encoder speed: $FT_SPEED"
+    timeout 200 python3 benchmarks/encoder_speed.py --device cuda --tables "$FT_SPEED" --repeats 3 2>&1
+    echo "== encoder speed done: $(left) s left"
+  fi
 } > "$out/checks.log" 2>&1
 cat "$out/checks.log"
 rest=$(( $(left) - 15 ))
