@@ -28,6 +28,8 @@ def lazy_module(name: str):
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.find_spec(name)
+    if spec is None:  # as a plain import says it, not an AttributeError on the missing spec
+        raise ModuleNotFoundError(f"No module named '{name}' (install the project: pip install -e .)", name=name)
     spec.loader = importlib.util.LazyLoader(spec.loader)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

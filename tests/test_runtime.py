@@ -1,3 +1,5 @@
+import sys
+
 import pytest
 
 from seba.runtime import atomic_path, derive_seed, format_seconds, repo_root
@@ -41,3 +43,13 @@ def test_auto_precision_is_bf16_only_on_a_cpu_with_native_bf16(monkeypatch):
     monkeypatch.setattr(runtime, "native_bf16", lambda device: False)
     assert runtime.resolve_precision("auto", cpu) == "fp32"
     assert runtime.resolve_precision("fp32", cpu) == "fp32"
+
+
+def test_lazy_module_missing_names_the_module():
+    """A package that is not installed fails as an import does, naming it (a stage run outside the
+    project's environment), not with an AttributeError from inside the lazy loader."""
+    from seba.runtime import lazy_module
+
+    with pytest.raises(ModuleNotFoundError, match="no_such_module_for_seba"):
+        lazy_module("no_such_module_for_seba")
+    assert "no_such_module_for_seba" not in sys.modules
