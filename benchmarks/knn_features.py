@@ -27,6 +27,7 @@ from seba.config import load_params  # noqa: E402
 from seba.data import EncodedTable, load_split, scale  # noqa: E402
 from seba.baselines.knn import KNN, KnnConfig  # noqa: E402
 from seba.episodes import sample_episodes  # noqa: E402
+from seba.evaluate import episode_scores  # noqa: E402
 
 
 def treatments(table: EncodedTable, train: np.ndarray) -> dict[str, np.ndarray]:
@@ -42,9 +43,9 @@ def one_nn_accuracy(x: torch.Tensor, y: np.ndarray, episodes) -> float:
     Euclidean = cosine)."""
     method = KNN(KnnConfig(k=1), seed=0, device=torch.device("cpu"))
     n_classes = int(max(y.max(), episodes.support_labels.max())) + 1
-    predicted = method.scores(x, episodes.support, episodes.support_labels, n_classes, shot=1).argmax(-1).numpy()
-    correct = (predicted == y[None]) & episodes.query  # [E, N]
-    return 100.0 * float(np.mean(correct.sum(1) / episodes.query.sum(1)))
+    predicted = method.scores(x, episodes.support, episodes.support_labels, n_classes, shot=1).argmax(-1)
+    accuracy, _ = episode_scores(predicted[None], torch.as_tensor(y), torch.as_tensor(episodes.query), n_classes)
+    return 100.0 * float(accuracy.mean())
 
 
 def main() -> None:
