@@ -42,5 +42,7 @@ class LogReg(Method):
             for e, rows in enumerate(support):
                 model = LogisticRegression(C=self.cfg.C, max_iter=self.cfg.max_iter)
                 model.fit(x_test[rows], support_labels)
-                out[e][:, model.classes_] = model.predict_log_proba(x_test)  # every class is in the support
+                # a probability that rounds to 0 has log -inf (the argmax is unaffected): no warning
+                with np.errstate(divide="ignore"):
+                    out[e][:, model.classes_] = model.predict_log_proba(x_test)  # every class is in the support
         return torch.from_numpy(out)
