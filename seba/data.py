@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -182,11 +183,17 @@ def _describe(name: str, frame: pd.DataFrame, info: dict, openml_id: int | None)
     return frame, info
 
 
+# why a table needs two feature columns
+FEATURES_NEEDED = ("SeBA's pretraining masks at least one column and encodes the others, so a table needs at "
+                   "least two feature columns")
+
+
 def check_raw_table(name: str, frame: pd.DataFrame) -> None:
     if LABEL not in frame.columns:
         raise DataError(f"dataset '{name}': no '{LABEL}' column")
-    if frame.shape[1] < 2:
-        raise DataError(f"dataset '{name}': no feature columns")
+    if frame.shape[1] < 3:
+        raise DataError(f"dataset '{name}': {'no feature columns' if frame.shape[1] < 2 else 'one feature column'}; "
+                        f"{FEATURES_NEEDED}")
     if frame[LABEL].nunique() < 2:
         raise DataError(f"dataset '{name}': the target has fewer than two classes")
     counts = frame[LABEL].value_counts()
@@ -211,16 +218,28 @@ _CONVENTIONS = ((None, "."), (",", "."), (None, ","), (".", ","), (" ", ","), ("
 _SHOWN = 5  # tokens / rows quoted in one message
 
 
+# a space as thousands separator: also the no-break spaces that spreadsheets write between digit groups
+_SPACES = " \u00a0\u202f"
+
+
+def _separator(thousands: str | None) -> str | None:
+    """The regular expression of a thousands separator (a space stands for every kind of space)."""
+    if thousands is None:
+        return None
+    return f"[{_SPACES}]" if thousands == " " else re.escape(thousands)
+
+
 def parse_numbers(text: pd.Series, thousands: str | None = None, decimal: str = ".") -> pd.Series:
     """float64 values of the cells of ``text`` (stripped strings, "string" dtype) written as numbers
     with the given thousands separator (digit groups of three, optional) and decimal mark;
     ``inf`` / ``infinity`` in any case and sign are infinite; NaN for every other cell."""
-    digits = r"\d+" if thousands is None else rf"[1-9]\d{{0,2}}(?:{re.escape(thousands)}\d{{3}})+|\d+"
+    separator = _separator(thousands)
+    digits = r"\d+" if thousands is None else rf"[1-9]\d{{0,2}}(?:{separator}\d{{3}})+|\d+"
     mark = re.escape(decimal)
     pattern = rf"[+-]?(?:(?:{digits})(?:{mark}\d*)?|{mark}\d+)(?:[eE][+-]?\d+)?"
     plain = text.where(text.str.fullmatch(pattern).fillna(False).astype(bool))
     if thousands is not None:
-        plain = plain.str.replace(thousands, "", regex=False)
+        plain = plain.str.replace(separator, "", regex=True)
     if decimal != ".":
         plain = plain.str.replace(decimal, ".", regex=False)
     values = pd.to_numeric(plain.astype(object), errors="coerce").astype("float64")
@@ -290,15 +309,19 @@ def _read_local(path: Path, where: str) -> pd.DataFrame:
     suffix = path.suffix.lower()
     try:
         if suffix == ".csv":
-            frame = pd.read_csv(path, encoding="utf-8", dtype=str, keep_default_na=False, na_filter=False,
-                                low_memory=False)
+            read = dict(encoding="utf-8", dtype=str, keep_default_na=False, na_filter=False, low_memory=False)
+            frame = pd.read_csv(path, **read)
+            if not isinstance(frame.index, pd.RangeIndex):
+                # data rows with one field more than the header: pandas would take the first column
+                # for a row index and shift every name by one column
+                frame = _without_trailing_field(frame, path, read, where)
             with open(path, newline="", encoding="utf-8-sig") as fh:  # the header as written (pandas
                 header = next(csv.reader(fh), None)                   # renames duplicates 'a', 'a.1')
             if header is not None and len(header) == frame.shape[1]:
                 frame.columns = [h.strip() or f"Unnamed: {i}" for i, h in enumerate(header)]
         else:
             _check_parquet_schema(path, where)
-            frame = pd.read_parquet(path).reset_index(drop=True)  # rows are counted from 0 in file order
+            frame = _index_as_columns(pd.read_parquet(path), where)
     except UnicodeDecodeError as exc:
         raise DataError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
                         f"save the file as UTF-8") from None
@@ -314,6 +337,37 @@ def _read_local(path: Path, where: str) -> pd.DataFrame:
                 raise DataError(f"{where}: column '{column}' holds a list or mapping in each cell; a feature "
                                 f"needs one value per cell: expand it into columns or remove it")
     return frame
+
+
+def _without_trailing_field(frame: pd.DataFrame, path: Path, read: dict, where: str) -> pd.DataFrame:
+    """A CSV whose data rows have one field more than its header (read by pandas with the first
+    field as a row index): a trailing delimiter on every row (the extra fields all empty) is read
+    without it; data in the extra fields is an error, not a silent shift of the names."""
+    more = frame.index.nlevels
+    extra = frame.iloc[:, -1] if frame.shape[1] else pd.Series([""] * len(frame))
+    filled = np.flatnonzero(extra.str.strip().ne("").to_numpy())
+    if more > 1 or len(filled):
+        raise DataError(f"{where}: the data rows have {'one field' if more == 1 else f'{more} fields'} more than the header "
+                        f"({frame.shape[1]} names)" + ("" if more > 1 else f", and the last one holds values "
+                                                        f"(data {_rows(filled + 1)})")
+                        + ": a column has no name (a first column of row names, as R's write.table writes "
+                          "them, or a last one); give every column a name in the first line (an unnamed "
+                          "first column is dropped if it is a row index)")
+    log(f"[fetch] {where}: every data row ends in a delimiter after its last field; read without it")
+    with warnings.catch_warnings():  # pandas warns that the (empty) last fields are left out
+        warnings.simplefilter("ignore", pd.errors.ParserWarning)
+        return pd.read_csv(path, index_col=False, **read)
+
+
+def _index_as_columns(frame: pd.DataFrame, where: str) -> pd.DataFrame:
+    """A parquet file's named index levels (a column the writer made the index, e.g. with
+    ``set_index``) back as columns; unnamed levels (row labels) dropped. Rows are counted from 0
+    in file order."""
+    names = [n for n in frame.index.names if n is not None]
+    if names:
+        log(f"[fetch] {where}: index column(s) {', '.join(repr(str(n)) for n in names)} read as column(s)")
+        frame = frame.reset_index(level=names)
+    return frame.reset_index(drop=True)
 
 
 def _as_text(series: pd.Series) -> tuple[pd.Series, dict[str, int]]:
@@ -362,6 +416,15 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             if kind is None:
                 kind = "numeric" if present.any() and share >= NUMERIC_SHARE else "categorical"
             if kind == "numeric":
+                grouped = _grouped_like(text, source.decimal) if source.thousands is None else None
+                if grouped:
+                    record["warnings"].append(
+                        f"column '{column}': every '{source.decimal}' in it is followed by three digits, as a "
+                        f"thousands separator would be (e.g. '{grouped}', read as "
+                        f"{float(parse_numbers(pd.Series([grouped], dtype='string'), None, source.decimal)[0]):g}), "
+                        f"and other cells have none: if '{source.decimal}' separates thousands here, set "
+                        f"thousands: '{source.decimal}' and decimal: '{',' if source.decimal == '.' else '.'}' "
+                        f"in '{key}'")
                 words = text[present & values.isna()]
                 if len(words):
                     counts = {str(k): int(v) for k, v in words.value_counts().items()}
@@ -390,13 +453,19 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
         return record, None
     index_like = None if forced else _index_like(column, values, kind)
     if index_like:
-        record.update(kind="dropped", reason=index_like[0])
-        record["notices"].append(f"column '{column}' dropped: {index_like[1]}; list it in '{key}.numeric' or "
-                                 f"'{key}.categorical' to keep it")
+        reason, why, loud = index_like
+        record.update(kind="dropped", reason=reason)
+        record["warnings" if loud else "notices"].append(
+            f"column '{column}' dropped: {why}; list it in '{key}.numeric' or '{key}.categorical' to keep it")
         return record, None
     record["missing"] = int(values.isna().sum())
     if kind == "numeric":
         return record, values
+    same = _spellings(values)
+    for kind_of, what in (("number", "the same number"), ("case", "the same word in other cases")):
+        if same[kind_of]:
+            record["notices"].append(f"column '{column}': levels that are {what} ({_spelled(same[kind_of], values)}) "
+                                     f"stay different levels")
     values = values.astype(object).where(values.notna(), None)
     counts = pd.Series(values).value_counts()
     if len(counts) > source.max_categories:
@@ -412,6 +481,39 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
     return record, result
 
 
+def _spellings(text: pd.Series) -> dict[str, list[list[str]]]:
+    """Distinct cells of ``text`` that are one value written in several ways: the same number
+    ('1', '1.0', '01') or the same word in other cases ('Yes', 'yes'); each a list of groups."""
+    levels = pd.Series(text.dropna().unique(), dtype="string")
+    numbers = parse_numbers(levels)
+    found: dict[str, list[list[str]]] = {"number": [], "case": []}
+    for kind, keys in (("number", numbers), ("case", levels.str.lower().where(numbers.isna()))):
+        groups = levels[keys.notna()].groupby(keys[keys.notna()]).agg(list)
+        found[kind] = [sorted(map(str, g)) for g in groups if len(g) > 1]
+    return found
+
+
+def _spelled(groups: list[list[str]], text: pd.Series, limit: int = 3) -> str:
+    """'1' x40 / '1.0' x38; ... for the first groups."""
+    counts = text.value_counts()
+    shown = "; ".join(" / ".join(f"'{v}' x{int(counts[v])}" for v in g) for g in groups[:limit])
+    return shown + (f"; ... ({len(groups) - limit} more)" if len(groups) > limit else "")
+
+
+def _grouped_like(text: pd.Series, mark: str) -> str | None:
+    """A cell of ``text`` that shows the decimal ``mark`` may be a thousands separator, or None:
+    every cell with the mark is digit groups of three after a leading 1-3 digits ('2.544',
+    '1.083.000', not '0.125') and some numbers have no mark at all ('653')."""
+    written = text.dropna()
+    marked = written[written.str.contains(mark, regex=False)]
+    if marked.empty:
+        return None
+    groups = rf"[+-]?[1-9]\d{{0,2}}(?:{re.escape(mark)}\d{{3}})+"
+    if not marked.str.fullmatch(groups).all() or not written.str.fullmatch(r"[+-]?\d+").any():
+        return None
+    return str(marked.iloc[0])
+
+
 def _refuse_foreign_numbers(column: str, text: pd.Series, source, key: str, where: str) -> None:
     """A text column that is numbers written with a thousands separator or a decimal comma (which
     the source's settings do not read) is an error naming the setting that reads it."""
@@ -420,7 +522,7 @@ def _refuse_foreign_numbers(column: str, text: pd.Series, source, key: str, wher
         return  # not numbers in any convention (the common case: names, codes with letters)
     fits = []
     for thousands, decimal in _CONVENTIONS:
-        if thousands is not None and not written.str.contains(thousands, regex=False).any():
+        if thousands is not None and not written.str.contains(_separator(thousands), regex=True).any():
             thousands = None  # the separator is not used: the simpler convention says the same
         if ((thousands, decimal) not in fits and (thousands, decimal) != (source.thousands, source.decimal)
                 and _numeric_cells(text, thousands, decimal) >= NUMERIC_SHARE):
@@ -434,9 +536,12 @@ def _refuse_foreign_numbers(column: str, text: pd.Series, source, key: str, wher
         ([f"thousands: {repr(t) if t else 'null'}"] if t != source.thousands else [])
         + ([f"decimal: '{d}'"] if d != source.decimal else [])) for t, d in fits)
     current = (f"thousands separator '{source.thousands}'" if source.thousands else "no thousands separator")
+    ambiguous = [t for t, d in fits if t and (None, t) in fits and _grouped_like(text, t)]
+    note = (f" (every '{ambiguous[0]}' in it is followed by three digits: a thousands separator, most likely; as a "
+            f"decimal mark, '{example}' would read as a number a thousand times smaller)" if ambiguous else "")
     raise DataError(f"{where}: column '{column}' holds numbers written like '{example}', which are not numbers "
                     f"with {current} and decimal mark '{source.decimal}'; set {options} in '{key}' to read "
-                    f"them as numbers, or list '{column}' in '{key}.categorical' to keep them as text")
+                    f"them as numbers{note}, or list '{column}' in '{key}.categorical' to keep them as text")
 
 
 def _finite_numbers(column: str, values: pd.Series, record: dict) -> pd.Series:
@@ -457,17 +562,24 @@ def _finite_numbers(column: str, values: pd.Series, record: dict) -> pd.Series:
     return values.mask(infinite | huge)
 
 
-def _index_like(column: str, values: pd.Series, kind: str) -> tuple[str, str] | None:
-    """Why a column is a row index rather than a feature (short, long), or None: a header-less
-    column with a distinct value in every row (an index written with the table), or a column of
-    integers that increase strictly from row to row (a row id)."""
+def _index_like(column: str, values: pd.Series, kind: str) -> tuple[str, str, bool] | None:
+    """Why a column is a row index rather than a feature (short, long, and whether to warn: the
+    column may be a feature), or None: a header-less column with a distinct value in every row (an
+    index written with the table), or a column of integers that increase strictly from row to row
+    (a row id; with gaps between them, also what a feature looks like when the table is sorted by
+    it, hence a warning)."""
     complete = values.notna().all()
     if _INDEX_NAME.fullmatch(column) and complete and values.nunique() == len(values):
-        return "row index", "a row index written into the file (no header name, a distinct value in every row)"
+        return ("row index", "a row index written into the file (no header name, a distinct value in every row)",
+                False)
     if kind == "numeric" and complete and len(values) >= 3:
         v = values.to_numpy()
-        if (v == np.round(v)).all() and (np.diff(v) > 0).all():
-            return "row id", f"a row id (integers increasing strictly from row to row, {v[0]:.0f} to {v[-1]:.0f})"
+        steps = np.diff(v)
+        if (v == np.round(v)).all() and (steps > 0).all():
+            if (steps == 1).all():
+                return "row id", f"a row id (integers increasing by 1 from row to row, {v[0]:.0f} to {v[-1]:.0f})", False
+            return ("row id", f"a row id (integers increasing strictly from row to row, with gaps, {v[0]:.0f} to "
+                              f"{v[-1]:.0f}), or a feature the table is sorted by", True)
     return None
 
 
@@ -493,8 +605,14 @@ def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]
     if source.target not in frame.columns:
         close = [c for c in frame.columns if c.lower() == source.target.lower()]
         hint = f" (did you mean '{close[0]}'?)" if close else ""
+        other = [sep for sep in (";", "\t", "|") if frame.shape[1] == 1 and sep in str(frame.columns[0])]
+        if other and path.suffix.lower() == ".csv":
+            hint += (f" (the file separates its fields with {other[0]!r}; only ',' is read: save it as "
+                     f"comma-separated)")
         raise DataError(f"{where}: target column '{source.target}' not found{hint}; "
                         f"columns: {', '.join(frame.columns[:20])}{' ...' if frame.shape[1] > 20 else ''}")
+    if frame.empty:
+        raise DataError(f"{where}: no data rows")
     for option in ("categorical", "numeric"):
         absent = [c for c in getattr(source, option) if c not in frame.columns]
         if absent:
@@ -510,6 +628,19 @@ def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]
     if target.nunique() < 2:
         raise DataError(f"{where}: target column '{source.target}' has "
                         f"{target.nunique()} distinct value(s); classification needs at least two")
+    numbers = parse_numbers(target)
+    if numbers.notna().all() and (numbers != numbers.round()).any() and target.nunique() > len(target) / 2:
+        raise DataError(f"{where}: target column '{source.target}' holds {target.nunique()} distinct numbers in "
+                        f"{len(target)} rows, not classes (a continuous target?); few-shot classification needs "
+                        f"a class per row: bin the values into classes")
+    same = _spellings(target)
+    if same["number"]:
+        raise DataError(f"{where}: target column '{source.target}' writes a class in several ways "
+                        f"({_spelled(same['number'], target)}), which would make them different classes; "
+                        f"write each class one way in the file")
+    if same["case"]:
+        notes.append(f"WARNING target column '{source.target}': classes that differ only in case "
+                     f"({_spelled(same['case'], target)}) are different classes")
     records, out = [], {}
     for column in frame.columns:
         if column == source.target:
@@ -518,17 +649,20 @@ def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]
         records.append(record)
         if values is not None:
             out[column] = values.reset_index(drop=True)
-    if not out:
-        dropped = "; ".join(f"'{r['column']}': {r['reason']}" for r in records)
-        raise DataError(f"{where}: no feature columns besides the target '{source.target}'"
-                        + (f" (dropped {dropped})" if dropped else ""))
+    if len(out) < 2:
+        dropped = "; ".join(f"'{r['column']}': {r['reason']}" for r in records if r["kind"] == "dropped")
+        kept = f"one feature column ('{next(iter(out))}')" if out else "no feature columns"
+        raise DataError(f"{where}: {kept} besides the target '{source.target}'"
+                        + (f" (dropped {dropped})" if dropped else "") + f"; {FEATURES_NEEDED}")
     result = pd.DataFrame(out)
-    if LABEL in result.columns:  # a feature called like the label column: rename it
-        result = result.rename(columns={LABEL: f"{LABEL}_feature"})
-        notes.append(f"feature column '{LABEL}' renamed to '{LABEL}_feature'")
+    if LABEL in result.columns:  # a feature called like the label column: rename it to a free name
+        free = next(name for name in (f"{LABEL}_feature", *(f"{LABEL}_feature_{i}" for i in range(2, len(out) + 2)))
+                    if name not in result.columns)
+        result = result.rename(columns={LABEL: free})
+        notes.append(f"feature column '{LABEL}' renamed to '{free}'")
         for record in records:
             if record["column"] == LABEL:
-                record["renamed"] = f"{LABEL}_feature"
+                record["renamed"] = free
     result[LABEL] = target.reset_index(drop=True).astype(object).astype("category")
     for note in notes:
         log(f"[fetch {name}] {note}")

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from seba.data import (EncodedTable, encode_table, fetch_table, load_snapshot, make_split, parse_numbers, scale,
-                       schema_report, sha256_file)
+from seba.data import (EncodedTable, check_raw_table, encode_table, fetch_table, load_snapshot, make_split,
+                       parse_numbers, scale, schema_report, sha256_file)
 from seba.errors import DataError
 
 
@@ -134,13 +134,23 @@ def test_splits_are_stratified_disjoint_and_reproducible(snapshot_dir, dataset):
     (",", ".", ["1,234,567.5", "1234.5", "0,123", "12,34", "-1,000"], [1234567.5, 1234.5, None, None, -1000]),
     (None, ",", ["12,5", "-0,25", "1.5", "1,2,3"], [12.5, -0.25, None, None]),
     (".", ",", ["1.234,5", "1234,5", "1.234.567"], [1234.5, 1234.5, 1234567]),
-    (" ", ",", ["1 234,5", "12 34"], [1234.5, None]),
+    (" ", ",", ["1 234,5", "12 34", "1\u00a0234,5", "1\u202f234\u202f567", "1\u00a0234 567"],
+     [1234.5, None, 1234.5, 1234567, 1234567]),  # no-break spaces as spreadsheets write them
 ])
 def test_numbers_are_read_in_the_declared_convention_only(thousands, decimal, cells, expected):
     values = parse_numbers(pd.Series(cells, dtype="string"), thousands, decimal)
     assert values.dtype == np.float64
     for got, want in zip(values, expected):
         assert (np.isnan(got) if want is None else got == want), (cells, list(values))
+
+
+def test_a_table_needs_two_feature_columns():
+    """SeBA masks at least one column and encodes the others: one feature column is refused by
+    name, whatever the source (here a benchmark-format table)."""
+    labels = pd.Categorical(["a", "b", "c"] * 5)
+    with pytest.raises(DataError, match=r"dataset 't': one feature column; .*at least two feature columns"):
+        check_raw_table("t", pd.DataFrame({"x": range(15), "class": labels}))
+    check_raw_table("t", pd.DataFrame({"x": range(15), "z": range(15), "class": labels}))
 
 
 def test_infinite_words_are_infinite():

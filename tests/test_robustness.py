@@ -265,10 +265,12 @@ LOCAL_CASES = [
      {"path": "data/local/bad.csv", "target": "label"}, ["cannot be read as csv", "Expected 3 fields"]),
     ("empty csv", b"", {"path": "data/local/bad.csv", "target": "label"}, ["cannot be read as csv"]),
     ("class with too few rows",
-     pd.DataFrame({"a": [i % 7 for i in range(40)], "label": ["x"] * 20 + ["y"] * 18 + ["z"] * 2}),
+     pd.DataFrame({"a": [i % 7 for i in range(40)], "b": [i % 5 for i in range(40)],
+                   "label": ["x"] * 20 + ["y"] * 18 + ["z"] * 2}),
      {"path": "data/local/bad.csv", "target": "label"}, ["class 'z' has 2 row(s)", "at least 3 per class"]),
     ("class too small for the shot",
-     pd.DataFrame({"a": [i % 7 for i in range(60)], "label": ["x"] * 30 + ["y"] * 24 + ["z"] * 6}),
+     pd.DataFrame({"a": [i % 7 for i in range(60)], "b": [i % 5 for i in range(60)],
+                   "label": ["x"] * 30 + ["y"] * 24 + ["z"] * 6}),
      {"path": "data/local/bad.csv", "target": "label"}, ["10-shot", "class 'z' of dataset 'mine'"]),
     ("categorical override names no column", None,
      {"path": "data/local/good.csv", "target": "label", "categorical": ["town"]}, ["'categorical'", "town"]),
@@ -277,6 +279,33 @@ LOCAL_CASES = [
      ["'numeric' names column(s) not in the file: ['height']"]),
     ("only the target", pd.DataFrame({"label": ["x", "y"] * 10}), {"path": "data/local/bad.csv", "target": "label"},
      ["no feature columns"]),
+    ("one feature column", pd.DataFrame({"a": [i % 7 for i in range(30)], "label": ["x", "y", "z"] * 10}),
+     {"path": "data/local/bad.csv", "target": "label"},
+     ["one feature column ('a') besides the target 'label'", "at least two feature columns"]),
+    ("rows with a field more than the header, holding values",
+     ("a,b,label\n" + "".join(f"{i},{i % 3},{'xy'[i % 2]},{i % 5}\n" for i in range(30))).encode(),
+     {"path": "data/local/bad.csv", "target": "label"},
+     ["the data rows have one field more than the header (3 names), and the last one holds values (data rows 1, 2",
+      "give every column a name in the first line"]),
+    ("a class written two ways",
+     pd.DataFrame({"a": [i % 7 for i in range(30)], "b": [i % 5 for i in range(30)], "label": ["1", "1.0", "2"] * 10}),
+     {"path": "data/local/bad.csv", "target": "label"},
+     ["target column 'label' writes a class in several ways ('1' x10 / '1.0' x10)", "write each class one way"]),
+    ("a continuous target",
+     pd.DataFrame({"a": [i % 7 for i in range(60)], "b": [i % 5 for i in range(60)],
+                   "label": np.random.default_rng(0).normal(size=60).round(4)}),
+     {"path": "data/local/bad.csv", "target": "label"},
+     ["target column 'label' holds 60 distinct numbers in 60 rows", "a continuous target?"]),
+    ("a semicolon-separated file", ("a;b;label\n" + "".join(f"{i % 7};{i % 5};{'xy'[i % 2]}\n" for i in range(30))).encode(),
+     {"path": "data/local/bad.csv", "target": "label"},
+     ["target column 'label' not found", "separates its fields with ';'", "save it as comma-separated"]),
+    ("a header without rows", b"a,b,label\n", {"path": "data/local/bad.csv", "target": "label"}, ["no data rows"]),
+    ("thousands commas read as decimal commas?",
+     pd.DataFrame({"a": ["2,544", "653", "1,083", "17", "3,120"] * 6, "b": [i % 5 for i in range(30)],
+                   "label": ["x", "y", "z"] * 10}),
+     {"path": "data/local/bad.csv", "target": "label"},
+     ["column 'a' holds numbers written like '2,544'", "set thousands: ',' or decimal: ','",
+      "(every ',' in it is followed by three digits: a thousands separator, most likely"]),
 ]
 
 
@@ -439,9 +468,31 @@ def with_index(repo: Path) -> dict:
     return {"path": "data/local/mine.csv", "target": "label"}
 
 
-def with_row_id(repo: Path) -> dict:
+def with_row_id(step: int = 1):
+    """An id column 1001, 1001 + step, ... (with step > 1: also a feature the table is sorted by)."""
+    def make(repo: Path) -> dict:
+        frame = signal_table()
+        frame.insert(0, "id", np.arange(1001, 1001 + step * len(frame), step))
+        frame.to_csv(repo / "data" / "local" / "mine.csv", index=False)
+        return {"path": "data/local/mine.csv", "target": "label"}
+    return make
+
+
+def trailing_comma(repo: Path) -> dict:
+    text = signal_table().to_csv(index=False).splitlines()
+    (repo / "data" / "local" / "mine.csv").write_text("\n".join([text[0]] + [line + "," for line in text[1:]]) + "\n")
+    return {"path": "data/local/mine.csv", "target": "label"}
+
+
+def indexed_parquet(repo: Path) -> dict:
+    signal_table().set_index("x2").to_parquet(repo / "data" / "local" / "mine.parquet")
+    return {"path": "data/local/mine.parquet", "target": "label"}
+
+
+def class_columns(repo: Path) -> dict:
     frame = signal_table()
-    frame.insert(0, "id", np.arange(1001, 1001 + len(frame)))
+    rng = np.random.default_rng(3)
+    frame["class"], frame["class_feature"] = rng.normal(size=len(frame)), rng.normal(size=len(frame))
     frame.to_csv(repo / "data" / "local" / "mine.csv", index=False)
     return {"path": "data/local/mine.csv", "target": "label"}
 
@@ -490,9 +541,23 @@ RECOVERABLE_CASES = [
     ("a pandas index written with the table", with_index,
      ["column 'Unnamed: 0' dropped: a row index written into the file", "'sources.mine.numeric'",
       "1 dropped ('Unnamed: 0' (row index))"], ("Unnamed: 0", {"kind": "dropped", "reason": "row index"})),
-    ("a strictly increasing integer id", with_row_id,
-     ["column 'id' dropped: a row id (integers increasing strictly from row to row, 1001 to 1768)"],
+    ("a strictly increasing integer id", with_row_id(),
+     ["column 'id' dropped: a row id (integers increasing by 1 from row to row, 1001 to 1768)"],
      ("id", {"kind": "dropped", "reason": "row id"})),
+    ("an id with gaps, or a feature the table is sorted by", with_row_id(step=3),
+     ["WARNING column 'id' dropped: a row id (integers increasing strictly from row to row, with gaps, 1001 to "
+      "3302), or a feature the table is sorted by; list it in 'sources.mine.numeric'", "1 column(s) lost information"],
+     ("id", {"kind": "dropped", "reason": "row id"})),
+    ("a delimiter ending every row", trailing_comma,
+     ["every data row ends in a delimiter after its last field; read without it", "0 column(s) lost information"],
+     ("label", None)),
+    ("thousands separated by no-break spaces, read with the option",
+     written(lambda v: f"{v * 1000:,.1f}".replace(",", "\u202f").replace(".", ","), ("x1", "x2", "x3", "x4"),
+             decimal=",", thousands=" "),
+     ["4 numeric, 0 categorical, 0 dropped", "0 column(s) lost information"], ("x1", {"kind": "numeric", "missing": 0})),
+    ("points that may be thousands separators", written(lambda v: f"{int(abs(v) * 3000):,}".replace(",", "."), ("x4",)),
+     ["WARNING column 'x4': every '.' in it is followed by three digits, as a thousands separator would be (e.g. '",
+      "set thousands: '.' and decimal: ',' in 'sources.mine'"], ("x4", {"kind": "numeric", "missing": 0})),
     ("a parquet file with inf and -inf", parquet_with_inf, ["2 infinite value(s) read as missing (rows 7, 300)"],
      ("x1", {"kind": "numeric", "read_as": "numbers", "missing": 2})),
     ("a symlink that stays inside the repository", symlink_inside, ["768 rows x 4 features from local"],
@@ -512,10 +577,45 @@ def test_a_recoverable_quirk_is_reported_and_keeps_the_accuracy(repo, no_mlflow,
     assert "Traceback" not in log
     report = json.loads((repo / "data" / "processed" / "mine.schema.json").read_text())
     column, expected = schema
-    entry = next(c for c in report["columns"] if c["column"] == column)
-    assert {k: entry.get(k) for k in expected} == expected, entry
+    if expected is None:  # the target: every feature column is in the report
+        assert report["target"] == column and [c["column"] for c in report["columns"]] == ["x1", "x2", "x3", "x4"]
+    else:
+        entry = next(c for c in report["columns"] if c["column"] == column)
+        assert {k: entry.get(k) for k in expected} == expected, entry
     assert report["summary_line"] in log
     assert abs(accuracy - clean) <= 2.0, (accuracy, clean)
+
+
+# Quirks read as the file means them that change the table's columns (their order, more of them,
+# levels for numbers), so its accuracy is another table's: (case id, writes the table and returns
+# its source, fragments of the log, (column, schema entry subset))
+RESHAPING_CASES = [
+    ("a parquet file with a column as its index", indexed_parquet,
+     ["index column(s) 'x2' read as column(s)", "4 numeric, 0 categorical, 0 dropped"],
+     ("x2", {"kind": "numeric", "missing": 0})),
+    ("feature columns called 'class' and 'class_feature'", class_columns,
+     ["feature column 'class' renamed to 'class_feature_2'", "6 numeric"],
+     ("class_feature_2", {"kind": "numeric", "missing": 0})),
+    ("levels spelled two ways", written(lambda v: "Yes" if v > 0.5 else "yes" if v > 0 else "no", ("x4",)),
+     ["column 'x4': levels that are the same word in other cases ('Yes' x", "stay different levels"],
+     ("x4", {"kind": "categorical", "levels": ["Yes", "no", "yes"]})),
+]
+
+
+@pytest.mark.parametrize("case, make, fragments, schema", RESHAPING_CASES, ids=[c[0] for c in RESHAPING_CASES])
+def test_a_quirk_that_reshapes_the_table_is_reported(repo, monkeypatch, capsys, case, make, fragments, schema):
+    edit_params(repo, add_dataset("mine", make(repo)))
+    log = ""
+    for stage in ("fetch", "preprocess"):
+        code, output = run_stage_script(stage, ["--dataset", "mine"], monkeypatch, capsys)
+        log += output
+        assert code == 0, log
+    for fragment in fragments:
+        assert fragment in log, (fragment, log)
+    report = json.loads((repo / "data" / "processed" / "mine.schema.json").read_text())
+    column, expected = schema
+    entry = next(c for c in report["columns"] if c["column"] == column)
+    assert {k: entry.get(k) for k in expected} == expected, entry
 
 
 def nested_parquet(kind: str):
