@@ -32,7 +32,10 @@ DECIMALS = (".", ",")
 
 def _names(value: Any) -> Any:
     if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
-        raise fail(f"must be a list of column names, got {value!r}")
+        numbers = [c for c in value if isinstance(c, (int, float)) and not isinstance(c, bool)] \
+            if isinstance(value, list) else []
+        hint = f" (quote a name that is a number: '{numbers[0]}')" if numbers else ""
+        raise fail(f"must be a list of column names, got {value!r}{hint}")
     return tuple(value)
 
 

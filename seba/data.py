@@ -323,7 +323,7 @@ def _read_local(path: Path, where: str) -> pd.DataFrame:
             _check_parquet_schema(path, where)
             frame = _index_as_columns(pd.read_parquet(path), where)
     except UnicodeDecodeError as exc:
-        raise DataError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+        raise DataError(f"{where}: not UTF-8 text ({_first_bad_byte(path) or exc.reason}); "
                         f"save the file as UTF-8") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, OSError, csv.Error) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -337,6 +337,18 @@ def _read_local(path: Path, where: str) -> pd.DataFrame:
                 raise DataError(f"{where}: column '{column}' holds a list or mapping in each cell; a feature "
                                 f"needs one value per cell: expand it into columns or remove it")
     return frame
+
+
+def _first_bad_byte(path: Path) -> str | None:
+    """Where a file stops being UTF-8: 'invalid start byte 0xe9 at byte 91, line 4' (pandas
+    reports positions within its read buffer, not the file)."""
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return f"{exc.reason} 0x{data[exc.start]:02x} at byte {exc.start}, line {line}"
+    return None
 
 
 def _without_trailing_field(frame: pd.DataFrame, path: Path, read: dict, where: str) -> pd.DataFrame:
