@@ -38,6 +38,29 @@ def ray_module():
     return ray
 
 
+PROBE_SECONDS = 5.0  # how long a cluster's address may take to accept a connection
+
+
+def probe_address(address: str | None, source: str) -> None:
+    """A ConfigError, at once, when nothing accepts a TCP connection at a cluster address
+    (``host:port`` or ``ray://host:port``): ``ray.init`` would retry such an address for minutes
+    on end. ``auto``, ``local`` and no address (a local instance) are not probed."""
+    import socket
+
+    if not address or address in ("auto", "local"):
+        return
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        return  # not host:port: ray.init names what is wrong with it
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_SECONDS).close()
+    except OSError as exc:
+        reason = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__)
+        raise ConfigError(f"params.yaml: executor.kind ray: nothing accepts connections at {address!r} ({source}: "
+                          f"{reason} within {PROBE_SECONDS:g} s); start the cluster or correct the address") from None
+
+
 def connect(cfg) -> Any:
     """The ``ray`` module, connected: to ``executor.address``, else to ``$RAY_ADDRESS``, else to a
     local instance started here (``executor.local_cpus`` CPUs, 0 = all cores). A connection this
@@ -49,6 +72,7 @@ def connect(cfg) -> Any:
         if _connected == (address or ""):
             return ray
         ray.shutdown()
+    probe_address(address, "executor.address" if cfg.address else "$RAY_ADDRESS")
     kwargs: dict[str, Any] = {"address": address, "include_dashboard": False, "logging_level": "WARNING",
                               "log_to_driver": True,
                               "runtime_env": {"py_modules": [str(Path(__file__).resolve().parent)]}}

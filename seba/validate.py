@@ -4,7 +4,8 @@ before DVC removes any other stage's outputs (docs/failures.md).
 
 First the file itself (every key, type, range and choice; dataset names and ratios that name
 files). Then what the settings need from this machine and repository: a CUDA device where
-``pretrain.device`` asks for one, a readable offline-snapshot manifest. Then, for every dataset
+``pretrain.device`` asks for one, a Ray cluster that answers at its address where
+``executor.kind`` is ray, a readable offline-snapshot manifest. Then, for every dataset
 whose table is at hand (fetched into data/raw from the same source, a local table, or the
 offline snapshot), the checks that need its rows: the split fractions leave every part
 non-empty for every class, and every seed's test part can serve the largest shot. Exit 0 when
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from seba.baselines.base import check_baselines
 from seba.config import Params, load_params
 from seba.data import check_shots, load_local_table, load_snapshot, make_split, read_manifest
 from seba.errors import ConfigError, DataError
+from seba.executor import probe_address
 from seba.runtime import repo_root, select_device, write_text
 from seba.theorem import load_theorem
 
@@ -91,6 +94,12 @@ def validate(root: Path) -> list[str]:
     except ConfigError as exc:
         return [str(exc)]
     problems = _check_devices(params)
+    if params.executor.kind == "ray":
+        try:
+            address = params.executor.address or os.environ.get("RAY_ADDRESS")
+            probe_address(address, "executor.address" if params.executor.address else "$RAY_ADDRESS")
+        except ConfigError as exc:
+            problems.append(str(exc))
     if params.fetch.source != "openml" and any(not params.sources[d].is_local for d in params.datasets):
         try:
             read_manifest(root / paths.SNAPSHOT)

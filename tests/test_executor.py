@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import socket
 import sys
@@ -23,7 +24,7 @@ import yaml
 from seba.config import EvaluateConfig, ExecutorConfig, PretrainConfig, parse_params
 from seba.data import EncodedTable, Split
 from seba.errors import ConfigError, ExecutorError, TrainingDiverged
-from seba.executor import RayExecutor, chunks, connect, plan
+from seba.executor import RayExecutor, chunks, connect, plan, probe_address
 from seba.pretrain import SeedData, pretrain_stack, train_chunk
 
 CPU = torch.device("cpu")
@@ -57,6 +58,24 @@ def test_without_ray_installed_the_error_says_how_to_install_it(monkeypatch):
     with pytest.raises(ConfigError, match=r"executor.kind' is ray but Ray is not installed; install it with "
                                           r"pip install -e \"\.\[ray\]\""):
         connect(ExecutorConfig(kind="ray"))
+
+
+def test_a_cluster_address_is_probed_before_ray_is_asked():
+    """``ray.init`` retries an address where nothing listens for minutes: ``connect`` (and
+    ``seba-validate``) refuse it within ``PROBE_SECONDS``; names and local instances are not probed."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
+        with pytest.raises(ConfigError, match=rf"nothing accepts connections at '{re.escape(address)}' "
+                                              rf"\(\$RAY_ADDRESS: Connection refused within 5 s\)"):
+            probe_address(address, "$RAY_ADDRESS")
+    with socket.socket() as server:  # a listening port passes
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        probe_address(f"127.0.0.1:{server.getsockname()[1]}", "executor.address")
+    for address in (None, "auto", "local", "not an address"):
+        probe_address(address, "executor.address")
 
 
 # ------------------------------------------------------------------------------------- Ray

@@ -12,6 +12,7 @@ import json
 import re
 import runpy
 import shutil
+import socket
 import sys
 from pathlib import Path
 
@@ -236,6 +237,26 @@ def test_invalid_yaml_is_reported_without_traceback(repo, monkeypatch, capsys):
     (repo / "params.yaml").write_text("seeds: [0\ndatasets: diabetes\n")
     code, output = run_stage_script("split", ["--dataset", "diabetes"], monkeypatch, capsys)
     assert code == 2 and "is not valid YAML" in output and "Traceback" not in output
+    assert prior_outputs(repo) == before
+
+
+def closed_port() -> int:
+    """A local TCP port where nothing listens (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_ray_address_where_nothing_answers_stops_validation_at_once(repo, capsys):
+    """`ray.init` retries such an address for minutes on end (a stage hung there after DVC had
+    removed its outputs): validation probes it and names it."""
+    before = prior_outputs(repo)
+    port = closed_port()
+    edit_params(repo, set_key("executor", {"kind": "ray", "address": f"127.0.0.1:{port}"}))
+    assert validate_main(["--root", str(repo)]) == 2
+    message = capsys.readouterr().err
+    assert (f"executor.kind ray: nothing accepts connections at '127.0.0.1:{port}' (executor.address: "
+            f"Connection refused within 5 s); start the cluster or correct the address") in message
     assert prior_outputs(repo) == before
 
 
