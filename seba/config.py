@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
+import pydantic
 from pydantic import AfterValidator, BeforeValidator
 
 from seba.errors import ConfigError
@@ -181,7 +182,8 @@ class PretrainConfig:
     progress_seconds: PositiveFloat = 15.0  # at most one progress line per this many seconds
 
     def __post_init__(self):
-        if self.ft_dim % self.ft_heads:
+        # the token width splits over the heads; the MLP encoder has no heads (the keys are unused)
+        if self.encoder == "ft_transformer" and self.ft_dim % self.ft_heads:
             raise ConfigError(f"params.yaml: 'pretrain.ft_dim' ({self.ft_dim}) must be a multiple of "
                               f"'pretrain.ft_heads' ({self.ft_heads})")
 
@@ -366,8 +368,9 @@ def _pretrain_overrides(key: str, raw: Any) -> dict[str, Any]:
     if "ratios" in raw:
         raise ConfigError(f"params.yaml: '{key}.ratios' is not allowed: the ratios are shared by all "
                           f"datasets (set 'pretrain.ratios')")
-    parsed = check(PretrainConfig, raw, key)  # keys not given keep their (valid) defaults
-    return {name: getattr(parsed, name) for name in raw}
+    # each key alone (its type and range); how the values go together is checked on the section
+    # they join (Params.pretrain_for), not on the defaults
+    return {name: getattr(check(PretrainConfig, {name: value}, key), name) for name, value in raw.items()}
 
 
 def _section(cls: type) -> Any:
@@ -436,6 +439,8 @@ class Params:
             if name not in self.sources:
                 raise ConfigError(f"params.yaml: dataset '{name}' is listed in 'datasets' but has no entry in "
                                   f"'sources'")
+        for name in self.datasets:
+            self.pretrain_for(name)  # a dataset's own values fit the section's
         if self.evaluate.head == "finetune":
             for name in self.datasets:
                 if self.pretrain_for(name).encoder != "mlp":
@@ -448,7 +453,16 @@ class Params:
         source = self.sources.get(dataset)
         if source is None or not source.pretrain:
             return self.pretrain
-        return dataclasses.replace(self.pretrain, **source.pretrain)
+        try:
+            return dataclasses.replace(self.pretrain, **source.pretrain)
+        except pydantic.ValidationError as exc:  # a check of how the values go together
+            causes = [(e.get("ctx") or {}).get("error") for e in exc.errors()]
+            detail = next((str(c).removeprefix("params.yaml: ") for c in causes if isinstance(c, ConfigError)),
+                          exc.errors()[0]["msg"])
+            given = ", ".join(f"{k}: {v}" for k, v in source.pretrain.items())
+            raise ConfigError(f"params.yaml: dataset '{dataset}' trains with the 'pretrain' section and its own "
+                              f"values 'sources.{dataset}.pretrain' ({given}), which do not go together: "
+                              f"{detail}") from None
 
 
 def parse_params(raw: Any) -> Params:

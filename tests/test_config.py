@@ -56,7 +56,13 @@ def test_default_params_are_the_papers(root):
     (lambda r: r["pretrain"].update(normalise="yes"), "'pretrain.normalise' must be true or false"),
     (lambda r: r["pretrain"].update(encoder="transformer"),
      "'pretrain.encoder' is 'transformer'; allowed: mlp, ft_transformer"),
-    (lambda r: r["pretrain"].update(ft_heads=5), "'pretrain.ft_dim' \\(192\\) must be a multiple of 'pretrain.ft_heads'"),
+    (lambda r: r["pretrain"].update(encoder="ft_transformer", ft_heads=5),
+     "'pretrain.ft_dim' \\(192\\) must be a multiple of 'pretrain.ft_heads'"),
+    (lambda r: (r["pretrain"].update(encoder="ft_transformer", ft_dim=210, ft_heads=7),
+                r["sources"]["cmc"].update(pretrain={"ft_heads": 4, "device": "cpu"})),
+     "dataset 'cmc' trains with the 'pretrain' section and its own values 'sources.cmc.pretrain' \\(ft_heads: 4, "
+     "device: cpu\\), which do not go together: 'pretrain.ft_dim' \\(210\\) must be a multiple of 'pretrain.ft_heads' "
+     "\\(4\\)"),
     (lambda r: r["evaluate"].update(head="svm"), "'evaluate.head' is 'svm'; allowed: linear, prototype_cosine"),
     (lambda r: (r["evaluate"].update(head="finetune"), r["sources"]["cmc"].update(pretrain={"encoder": "ft_transformer"})),
      "'evaluate.head' finetune needs the MLP encoder, but dataset 'cmc' has pretrain.encoder ft_transformer"),
@@ -77,6 +83,19 @@ def test_a_datasets_own_pretrain_values_apply_to_it_alone(raw):
     assert isinstance(cmc.min_delta, float)
     assert dna == p.pretrain  # datasets without values of their own train with the section as it is
     assert cmc.lr == p.pretrain.lr and cmc.ratios == p.pretrain.ratios
+
+
+def test_a_datasets_own_values_are_checked_with_the_section_they_join(raw):
+    """How a dataset's own values go together is checked on the section they join, not on the
+    built-in defaults: ft_dim 205 fits the section's 5 heads (not the default 8); the FT-Transformer's
+    shape is not checked for a dataset that trains the MLP."""
+    edited = copy.deepcopy(raw)
+    edited["pretrain"].update(encoder="ft_transformer", ft_dim=200, ft_heads=5)
+    edited["sources"]["cmc"]["pretrain"] = {"ft_dim": 205}
+    edited["sources"]["dna"]["pretrain"] = {"encoder": "mlp", "ft_heads": 4}
+    p = parse_params(edited)
+    assert (p.pretrain_for("cmc").ft_dim, p.pretrain_for("cmc").ft_heads) == (205, 5)
+    assert p.pretrain_for("dna").encoder == "mlp"
 
 
 def test_default_dataset_values_are_the_measured_ones(root):
