@@ -472,13 +472,36 @@ def parse_params(raw: Any) -> Params:
     return check(Params, raw, "")
 
 
+class ParamsLoader(yaml.SafeLoader):
+    """YAML as DVC reads params.yaml (ruamel, YAML 1.2), where PyYAML (YAML 1.1) differs: a key
+    given twice in one mapping is an error (PyYAML keeps the last, silently dropping the first
+    section), and ``1e-4`` is a number (to PyYAML, a string)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise ConfigError(f"params.yaml: the key '{key}' appears twice in one mapping (lines {seen[key]} and "
+                                  f"{line}); DVC refuses such a file: keep one")
+            seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
+# YAML 1.2's floats with an exponent and no decimal point (1e-4, 2E5), which YAML 1.1 reads as text
+ParamsLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$"),
+    list("-+.0123456789"))
+
+
 def read_params_file(path: str | Path = "params.yaml") -> Any:
-    """The parsed YAML of a params file; a missing or unparsable one is a ConfigError."""
+    """The parsed YAML of a params file (``ParamsLoader``); a missing or unparsable one is a ConfigError."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path} not found (run from the repository root)")
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.load(path.read_text(), Loader=ParamsLoader)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from None
 

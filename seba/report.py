@@ -10,6 +10,7 @@ import yaml
 
 from seba import paths
 from seba.baselines.base import load_method
+from seba.config import read_params_file
 from seba.errors import DataError
 from seba.evaluate import ENSEMBLE, summarise
 from seba.runtime import atomic_path, write_json, write_text
@@ -312,6 +313,6 @@ def write_reports(params, root: Path) -> tuple[dict, dict]:
             for method, rank in group.groupby("method")["rank"].mean().items():
                 metrics[f"rank_{shot}shot_{method}"] = round(float(rank), 4)
         write_json(paths.report(root, "summary.json"), metrics)
-    raw_params = yaml.safe_load((root / "params.yaml").read_text())
+    raw_params = read_params_file(root / "params.yaml")
     write_text(paths.report(root, "params_used.yaml"), yaml.safe_dump(raw_params, sort_keys=False))
     return metrics, run_info

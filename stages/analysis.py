@@ -10,11 +10,9 @@ from seba.cli import run_stage  # first: hands the stage to a warm worker (seba/
 
 import dataclasses
 
-import yaml
-
 from seba import paths
 from seba.analysis import analyse_dataset, write_report
-from seba.config import load_params
+from seba.config import load_params, read_params_file
 from seba.runtime import configure_threads, repo_root
 from seba.tracking import Tracker
 
@@ -30,7 +28,7 @@ def main() -> None:
             a, b = analyse_dataset(params, dataset, root)
             fractions += a
             consistency += b
-        raw = yaml.safe_load((root / "params.yaml").read_text())
+        raw = read_params_file(root / "params.yaml")
         table = write_report(fractions, consistency, params, raw, paths.analysis_reports(root))
         tracker.log_metrics({f"{r.dataset}_batch_best_k": r.batch_best_k for r in table.itertuples()})
         tracker.log_artifacts(paths.analysis_reports(root), "analysis")

@@ -85,6 +85,24 @@ def test_a_datasets_own_pretrain_values_apply_to_it_alone(raw):
     assert cmc.lr == p.pretrain.lr and cmc.ratios == p.pretrain.ratios
 
 
+def test_params_yaml_is_read_as_dvc_reads_it(tmp_path, root):
+    """A key given twice is refused, naming both lines (PyYAML kept the last copy: a second
+    `pretrain:` section silently reset the first one's keys to their defaults, while DVC refuses
+    the file); `1e-4` is a number, as in DVC's YAML 1.2 (PyYAML read it as text)."""
+    text = (root / "params.yaml").read_text()
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(text + "\npretrain:\n  max_epochs: 4\n")
+    first = next(i for i, line in enumerate(text.splitlines(), 1) if line.startswith("pretrain:"))
+    with pytest.raises(ConfigError, match=rf"the key 'pretrain' appears twice in one mapping \(lines {first} and "
+                                          rf"{len(text.splitlines()) + 2}\); DVC refuses such a file"):
+        load_params(twice)
+    exponent = tmp_path / "exponent.yaml"
+    exponent.write_text(text.replace("  lr: 0.001", "  lr: 1e-4", 1).replace("  probe_lr: 0.001", "  probe_lr: 2E-3", 1))
+    p = load_params(exponent)
+    assert p.pretrain.lr == 1e-4 and p.evaluate.probe_lr == 2e-3
+    assert list(p.seeds) == [0] and isinstance(p.seeds[0], int)  # integers stay integers
+
+
 def test_a_datasets_own_values_are_checked_with_the_section_they_join(raw):
     """How a dataset's own values go together is checked on the section they join, not on the
     built-in defaults: ft_dim 205 fits the section's 5 heads (not the default 8); the FT-Transformer's
