@@ -953,15 +953,17 @@ def check_split_sizes(y: np.ndarray, test_fraction: float, val_fraction: float, 
 
 
 def check_shots(y_test: np.ndarray, classes, shots, dataset: str, seed: int) -> None:
-    """Raise a ConfigError when a class's test rows cannot serve the largest shot."""
+    """Raise a ConfigError when a class's test rows cannot serve the largest shot: its support
+    and at least one query row (without one the class would not be scored at all)."""
     counts = np.bincount(y_test, minlength=len(classes))
     for shot in sorted(shots, reverse=True):
-        short = [c for c in range(len(classes)) if counts[c] < shot]
+        short = [c for c in range(len(classes)) if counts[c] <= shot]
         if short:
             c = min(short, key=lambda k: counts[k])  # the smallest class
             raise ConfigError(
                 f"params.yaml: 'evaluate.shots' asks for {shot}-shot episodes, but class '{classes[c]}' of "
-                f"dataset '{dataset}' has only {int(counts[c])} test rows (seed {seed}); lower evaluate.shots "
+                f"dataset '{dataset}' has only {int(counts[c])} test rows (seed {seed}), and an episode needs "
+                f"{shot} for its support and at least one more to query; lower evaluate.shots "
                 f"or raise split.test_fraction")
 
 

@@ -25,12 +25,12 @@ class Episodes:
 def sample_episodes(y_test: np.ndarray, n_classes: int, shot: int, n_episodes: int, seed: int,
                     dataset: str = "") -> Episodes:
     counts = np.bincount(y_test, minlength=n_classes)
-    short = [(c, int(n)) for c, n in enumerate(counts) if n < shot]
+    short = [(c, int(n)) for c, n in enumerate(counts) if n <= shot]  # its support, and a query row
     if short:
         c, n = short[0]
         raise EpisodeError(
-            f"dataset '{dataset}': class {c} has {n} test rows, fewer than the {shot}-shot support needs "
-            f"(lower evaluate.shots or change split.test_fraction)"
+            f"dataset '{dataset}': class {c} has {n} test rows; a {shot}-shot episode needs {shot} for its support "
+            f"and at least one more to query (lower evaluate.shots or change split.test_fraction)"
         )
     rng = np.random.default_rng(derive_seed(seed, shot, "episodes"))
     by_class = [np.flatnonzero(y_test == c) for c in range(n_classes)]

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from seba.data import (EncodedTable, check_raw_table, encode_table, fetch_table, load_snapshot, make_split,
+from seba.data import (EncodedTable, check_raw_table, check_shots, encode_table, fetch_table, load_snapshot, make_split,
                        parse_numbers, scale, schema_report, sha256_file)
-from seba.errors import DataError
+from seba.errors import ConfigError, DataError
 
 
 def test_snapshot_matches_its_manifest(snapshot_dir):
@@ -151,6 +151,14 @@ def test_a_table_needs_two_feature_columns():
     with pytest.raises(DataError, match=r"dataset 't': one feature column; .*at least two feature columns"):
         check_raw_table("t", pd.DataFrame({"x": range(15), "class": labels}))
     check_raw_table("t", pd.DataFrame({"x": range(15), "z": range(15), "class": labels}))
+
+
+def test_a_shot_needs_a_query_row_left_in_every_class():
+    y = np.array([0] * 11 + [1] * 10)
+    check_shots(y, ["a", "b"], [1, 5, 9], "t", 0)
+    with pytest.raises(ConfigError, match=r"class 'b' of dataset 't' has only 10 test rows \(seed 0\), and an episode "
+                                        r"needs 10 for its support and at least one more to query"):
+        check_shots(y, ["a", "b"], [1, 10], "t", 0)
 
 
 def test_infinite_words_are_infinite():

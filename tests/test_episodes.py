@@ -34,3 +34,14 @@ def test_a_class_too_small_for_the_shot_is_named():
     y = np.array([0] * 20 + [1] * 3)
     with pytest.raises(EpisodeError, match="class 1 has 3 test rows.*5-shot"):
         sample_episodes(y, 2, 5, 10, seed=0, dataset="toy")
+
+
+def test_a_class_with_exactly_shot_test_rows_is_refused_it_would_have_no_query():
+    """With as many test rows as the shot, every one is support: the class would never be queried,
+    and the episode's accuracy would be measured on the other classes alone."""
+    y = np.array([0] * 20 + [1] * 5)
+    with pytest.raises(EpisodeError, match="class 1 has 5 test rows; a 5-shot episode needs 5 for its support "
+                                           "and at least one more to query"):
+        sample_episodes(y, 2, 5, 10, seed=0, dataset="toy")
+    episodes = sample_episodes(np.array([0] * 20 + [1] * 6), 2, 5, 10, seed=0, dataset="toy")
+    assert all((np.array([0] * 20 + [1] * 6)[q] == 1).any() for q in episodes.query)
