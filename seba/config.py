@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import yaml
 import pydantic
-from pydantic import AfterValidator, BeforeValidator
+from pydantic import AfterValidator, BeforeValidator, Strict
 
 from seba.errors import ConfigError
 from seba.paths import LOCAL, RANDOM_RATIO, ratio_tag
@@ -165,7 +165,9 @@ class PretrainConfig:
     conditioned: Bool = True  # projector sees the expanded mask
     temperature: PositiveFloat = 1.0
     lr: PositiveFloat = 1e-3
-    batch_size: PositiveInt = 1024
+    # InfoNCE scores each row against the others of its batch: a batch needs two rows
+    batch_size: Annotated[int, Strict(), rule(lambda v: v >= 2, "must be at least 2 (InfoNCE contrasts each row "
+                                                                 "with the others in its batch)")] = 1024
     max_epochs: PositiveInt = 10000
     max_steps: _count("no cap") = 0  # optimiser-step cap, checked at the end of an epoch (0 = none, as the paper)
     patience: PositiveInt = 100
