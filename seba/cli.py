@@ -46,5 +46,6 @@ def run_stage(name: str, main: Callable[[], None]) -> None:
               f"pretrain.batch_size, the layer widths, seeds per stage) or free memory", file=sys.stderr, flush=True)
         sys.exit(2)
     except KeyboardInterrupt:
-        print(f"stage '{name}' interrupted; nothing partial was kept", file=sys.stderr, flush=True)
+        print(f"stage '{name}' interrupted: outputs it had begun are incomplete; dvc repro runs it again (DVC "
+              f"records a stage only when it ends)", file=sys.stderr, flush=True)
         sys.exit(130)
