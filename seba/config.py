@@ -439,8 +439,9 @@ class Params:
     def __post_init__(self):
         for name in self.datasets:
             if name not in self.sources:
+                close = difflib.get_close_matches(name, list(self.sources), n=1)
                 raise ConfigError(f"params.yaml: dataset '{name}' is listed in 'datasets' but has no entry in "
-                                  f"'sources'")
+                                  f"'sources'" + (f" (did you mean '{close[0]}'?)" if close else ""))
         for name in self.datasets:
             self.pretrain_for(name)  # a dataset's own values fit the section's
         if self.evaluate.head == "finetune":
@@ -508,5 +509,16 @@ def read_params_file(path: str | Path = "params.yaml") -> Any:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from None
 
 
+# keys dvc.yaml expands its stages from (`foreach` / `matrix`): without them DVC cannot even read it
+DVC_EXPANDS = {("pretrain", "ratios"): "one pretrain stage per ratio; the paper's: [0.1, 0.2, 0.3, 0.4, 0.5]",
+               ("baselines", "methods"): "one baseline stage per method; [] runs none"}
+
+
 def load_params(path: str | Path = "params.yaml") -> Params:
-    return parse_params(read_params_file(path))
+    raw = read_params_file(path)
+    if isinstance(raw, dict):
+        for (section_name, key), what in DVC_EXPANDS.items():
+            if not isinstance(raw.get(section_name), dict) or key not in raw[section_name]:
+                raise ConfigError(f"params.yaml: '{section_name}.{key}' is missing; dvc.yaml builds its stages from "
+                                  f"it ({what}): add it")
+    return parse_params(raw)
