@@ -8,7 +8,7 @@ setup:
 repro: setup
 	$(ACT) dvc repro
 test: setup
-	$(ACT) pytest
+	$(ACT) pip install -e ".[test,ray]" && pytest
 quick: setup
 	$(ACT) dvc exp run -S 'datasets=[diabetes,cmc,karhunen]' -S 'pretrain.ratios=[0.2,0.5]' \
 	  -S pretrain.max_epochs=20 -S evaluate.episodes=20

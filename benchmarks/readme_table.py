@@ -17,7 +17,9 @@ reports/results.csv).
 from __future__ import annotations
 
 import argparse
+import io
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -34,8 +36,8 @@ SOURCE = re.compile(r"<!-- from: (?P<path>\S+) -->")
 SE_LIMIT = 3.0  # a difference beyond this many standard errors is more than seed noise
 
 
-def block(results: Path) -> str:
-    return f"{START}\n{headline_markdown(pd.read_csv(results))}{END}"
+def block(results: Path, read=pd.read_csv) -> str:
+    return f"{START}\n{headline_markdown(read(results))}{END}"
 
 
 def protocol_markdown(cells: pd.DataFrame, datasets: list[str] | None = None) -> str:
@@ -80,18 +82,26 @@ def protocol_markdown(cells: pd.DataFrame, datasets: list[str] | None = None) ->
     return "\n".join(lines) + "\n"
 
 
-def protocol_block(cells: Path, datasets: list[str] | None = None) -> str:
+def protocol_block(cells: Path, datasets: list[str] | None = None, read=pd.read_csv) -> str:
     shown = cells.resolve().relative_to(ROOT) if cells.resolve().is_relative_to(ROOT) else cells
-    return f"{START}\n<!-- from: {shown} -->\n{protocol_markdown(pd.read_csv(cells), datasets)}{END}"
+    return f"{START}\n<!-- from: {shown} -->\n{protocol_markdown(read(cells), datasets)}{END}"
 
 
-def current_block(readme: str) -> str:
-    """What README.md's block should hold: generated from the source it names, else results.csv."""
+def committed_csv(path: Path) -> pd.DataFrame:
+    """The file as the checkout's last commit holds it (a run of the pipeline replaces reports/)."""
+    relative = path.resolve().relative_to(ROOT).as_posix()
+    text = subprocess.run(["git", "show", f"HEAD:{relative}"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return pd.read_csv(io.StringIO(text))
+
+
+def current_block(readme: str, read=pd.read_csv) -> str:
+    """What README.md's block should hold: generated from the source it names, else results.csv
+    (``read``: how to read it, e.g. ``committed_csv``)."""
     inside = readme.split(START, 1)[1].split(END, 1)[0] if START in readme else ""
     found = SOURCE.search(inside)
     if found:
-        return protocol_block(ROOT / found["path"])
-    return block(ROOT / "reports" / "results.csv")
+        return protocol_block(ROOT / found["path"], read=read)
+    return block(ROOT / "reports" / "results.csv", read)
 
 
 def replace(readme: str, new_block: str) -> str:
