@@ -183,6 +183,15 @@ def _disk_error(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and (exc.errno in DISK_ERRNOS or "No space left on device" in str(exc))
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()  # this process's file-creation mask, read once (reading it means setting it)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it into place only if the block succeeds.
@@ -199,6 +208,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         os.close(fd)
         tmp_path = Path(tmp)
         yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~_UMASK)  # mkstemp's file is private (0600); give it a new file's mode
         os.replace(tmp_path, path)
     except OSError as exc:
         if not _disk_error(exc):

@@ -18,6 +18,19 @@ def test_atomic_path_never_leaves_a_half_written_file(tmp_path):
     assert target.read_text() == "new" and len(list(target.parent.iterdir())) == 1
 
 
+def test_atomic_path_gives_the_file_a_new_files_mode(tmp_path):
+    """mkstemp makes its file private (0600): a report written through it would not be readable by
+    the group and others as the committed one was; the file gets the mode the umask gives a new file."""
+    import os
+    import seba.runtime as runtime
+
+    target = tmp_path / "report.md"
+    with atomic_path(target) as tmp:
+        tmp.write_text("x")
+    assert target.stat().st_mode & 0o777 == 0o666 & ~runtime._UMASK
+    assert runtime._UMASK == os.umask(runtime._UMASK)  # read without changing it
+
+
 def test_derived_seeds_are_stable_and_distinct():
     assert derive_seed(0, 0.1) == derive_seed(0, 0.1)
     seeds = {derive_seed(s, r) for s in range(5) for r in (0.1, 0.2, 0.3)}
