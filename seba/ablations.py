@@ -323,7 +323,16 @@ def queue(args: argparse.Namespace) -> int:
         if args.collect:
             print(collect)
         return 0
-    code = subprocess.run(run, cwd=root).returncode if args.start else run_all(run, root, [p.name for p in plans])
+    if args.start:
+        code = subprocess.run(run, cwd=root).returncode
+        print(f"then: {collect} (it names the experiments that failed)", flush=True)
+        return code
+    code, states = run_all(run, root, [p.name for p in plans])
+    # `dvc exp run --run-all` exits 0 when an experiment fails: the states say
+    failed = [p.name for p in plans if states.get(p.name) == "failed"]
+    if failed:
+        print(f"failed: {', '.join(failed)} (`dvc queue logs NAME`)", flush=True)
+    code = code or int(bool(failed))
     if not args.collect:
         print(f"then: {collect} (it names the experiments that failed)", flush=True)
         return code
@@ -332,21 +341,21 @@ def queue(args: argparse.Namespace) -> int:
     return code or collected
 
 
-def run_all(run: list[str], root: Path, names: list[str]) -> int:
+def run_all(run: list[str], root: Path, names: list[str]) -> tuple[int, dict[str, str]]:
     """`dvc exp run --run-all`, run again while some of `names` are still queued and each run leaves
     fewer: DVC's queue worker can end with tasks still queued (treeverse/dvc#10562, #8165; seen here
-    after one experiment of two)."""
+    after one experiment of two). Returns the exit status and the experiments' states after it."""
     left: int | None = None
     while True:
         code = follow_queue(run, root)
         states = existing_names(dvc_json(["exp", "show", "--json"], root))
         queued = [n for n in names if states.get(n) == "queued"]
         if code != 0 or not queued:
-            return code
+            return code, states
         if left is not None and len(queued) >= left:
             print(f"still queued, and the last run of the queue ran none of them: {', '.join(queued)} "
                   f"(`dvc queue status`; `dvc exp run --run-all` runs them)", flush=True)
-            return 1
+            return 1, states
         print(f"DVC's queue worker ended with {len(queued)} experiment(s) still queued ({', '.join(queued)}): "
               f"running the queue again", flush=True)
         left = len(queued)
@@ -1221,10 +1230,22 @@ def collect_command(args: argparse.Namespace) -> int:
     merge = [read_collected(Path(folder), named(folder)) for folder in args.merge or []]  # before anything is written
     c = collect(show, dvc_episodes_reader(root), load_paper(root), args.prefix, read_log, merge,
                 git_code_diff(root), args.allow_code_change)
+    if not c.chosen:  # an empty report would replace the one there (the committed collection, say)
+        elsewhere = [] if args.all_commits else [
+            e for e in read_show(dvc_json(["exp", "show", "--json", "--all-commits"], root))
+            if e.name.startswith(f"{args.prefix}-")]
+        print(f"collect: no experiment named {args.prefix}-* among the "
+              + ("experiments of every commit" if args.all_commits else "current commit's experiments")
+              + "; nothing written (reports/ablations.md is kept)"
+              + (f". {len(elsewhere)} are on other commits: add --all-commits" if elsewhere else
+                 ". Queue them first: python -m seba.ablations queue --collect"), file=sys.stderr)
+        return 1
     report = write(c, root)
     missing = c.table[c.table["status"] != "ok"][["ablation", "variant", "status"]].drop_duplicates()
+    failed = sorted(e.name for e in c.chosen.values() if e.state == "failed")
     print(f"{report.relative_to(root)}: {len(c.chosen)} experiments"
-          + (f"; missing or failed: {len(missing)} variant rows (see its 'Missing and failed')" if len(missing) else ""))
+          + (f"; missing or failed: {len(missing)} variant rows (see its 'Missing and failed')" if len(missing) else "")
+          + (f"; failed: {', '.join(failed)}" if failed else ""))
     return 0
 
 

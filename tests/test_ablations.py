@@ -166,6 +166,34 @@ def test_queue_run_runs_the_queue_again_while_its_worker_leaves_experiments_queu
     assert "still queued, and the last run of the queue ran none of them: abl-ratio-0.3" in capsys.readouterr().out
 
 
+def test_a_failed_experiment_fails_queue_run_though_dvc_exits_0(monkeypatch, capsys):
+    """`dvc exp run --run-all` (DVC 3.67) exits 0 when an experiment fails: the states decide."""
+    monkeypatch.delenv("DVC_SITE_CACHE_DIR", raising=False)
+    ran = []
+    after = show_of(show_entry("abl-default", ab.DEFAULT), show_entry("abl-ratio-0.2", "ratio-0.2", state="failed"))
+    monkeypatch.setattr(ab, "dvc_json", lambda args, root: after if ran else show_of())
+    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: type("R", (), {"returncode": 0}))
+    monkeypatch.setattr(ab, "follow_queue", lambda cmd, root: ran.append(cmd) or 0)
+    assert ab.main(["queue", "--only", "default", "ratio-0.2", "--run"]) == 1
+    assert "failed: abl-ratio-0.2 (`dvc queue logs NAME`)" in capsys.readouterr().out
+
+
+def test_collect_with_no_experiment_keeps_the_report_and_says_where_they_are(monkeypatch, capsys):
+    """An empty collection would replace the committed report: refused, exit 1, pointing at
+    --all-commits when the experiments belong to another commit."""
+    written = []
+    other = show_of(show_entry("abl-default", ab.DEFAULT), baseline="c" * 40)
+    monkeypatch.setattr(ab, "dvc_json", lambda args, root: other if "--all-commits" in args else show_of())
+    monkeypatch.setattr(ab, "write", lambda c, root: written.append(c))
+    assert ab.main(["collect"]) == 1 and written == []
+    err = capsys.readouterr().err
+    assert "no experiment named abl-* among the current commit's experiments; nothing written" in err
+    assert "1 are on other commits: add --all-commits" in err
+    monkeypatch.setattr(ab, "dvc_json", lambda args, root: show_of())
+    assert ab.main(["collect", "--all-commits"]) == 1 and written == []
+    assert "Queue them first" in capsys.readouterr().err
+
+
 def test_following_the_queue_stops_once_its_worker_has_ended(tmp_path, monkeypatch, capsys):
     # a queue worker that crashes leaves `dvc exp run --run-all` following the logs for ever: it is
     # stopped after `patience` checks that find no worker alive, and left alone while one lives
