@@ -51,11 +51,15 @@ def _labels(name: str, params: Params, root: Path):
         where = str(raw.relative_to(root))
     else:
         snapshot = root / paths.SNAPSHOT
-        if str(source.openml_id) not in read_manifest(snapshot):
+        entry = read_manifest(snapshot).get(str(source.openml_id))
+        if entry is None:
             if params.fetch.source == "snapshot":
                 raise DataError(f"dataset '{name}': OpenML id {source.openml_id} is not in the offline "
                                 f"snapshot, and 'fetch.source' is snapshot")
             return None, None, None
+        if (entry.get("vendored", True) is False and not (snapshot / entry["file"]).exists()
+                and params.fetch.source != "snapshot"):
+            return None, None, None  # a copy the user supplies: fetch tries OpenML first (and names the copy)
         frame, _ = load_snapshot(source.openml_id, snapshot)
         where = "offline snapshot"
     label = frame["class"].dropna().astype("category").cat.remove_unused_categories()

@@ -266,6 +266,19 @@ def test_a_ray_address_where_nothing_answers_stops_validation_at_once(repo, caps
     assert prior_outputs(repo) == before
 
 
+def test_a_table_the_user_supplies_is_left_to_fetch_unless_the_snapshot_is_the_source(repo, capsys):
+    """Fashion-MNIST is not in the repository: with OpenML as a source (auto, openml), the fetch
+    stage downloads it, so validation does not stop for the missing copy; with fetch.source
+    snapshot it does, saying where the verified copy goes."""
+    edit_params(repo, add_dataset("fashion", {"openml_id": 40996}))
+    assert validate_main(["--root", str(repo)]) == 0
+    assert "fashion: not fetched yet and not in the snapshot; row-level checks skipped" in capsys.readouterr().out
+    edit_params(repo, set_key("fetch.source", "snapshot"))
+    assert validate_main(["--root", str(repo)]) == 2
+    message = capsys.readouterr().err
+    assert "is not in the repository (35 MB)" in message and "data/snapshot/fashion.parquet" in message
+
+
 def test_valid_params_pass_validation(repo, capsys):
     assert validate_main(["--root", str(repo)]) == 0
     assert "diabetes: 768 rows, 2 classes" in capsys.readouterr().out
