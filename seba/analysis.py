@@ -28,6 +28,7 @@ import torch
 from seba import paths
 from seba.config import AnalysisConfig, Params
 from seba.data import EncodedTable, load_split, scale
+from seba.errors import DataError
 from seba.objective import expand_mask, masked_group_count, sample_group_mask
 from seba.pretrain import encode, normalised_input
 from seba.runtime import atomic_path, derive_seed, log, write_text
@@ -163,6 +164,21 @@ def verdicts(fraction: pd.DataFrame, consistency: pd.DataFrame, k_low: int = 3) 
                 row[f"{metric}_gain_{name}"] = float(gain)
         out.append(row)
     return pd.DataFrame(out)
+
+
+def check_inputs(params: Params, root: Path) -> None:
+    """A DataError naming every input the analyses would read and is not there (the processed
+    tables, the splits, each seed's and ratio's encoder), before any table is analysed."""
+    missing = []
+    for dataset in params.datasets:
+        missing += [p for p in (paths.processed(root, dataset), paths.splits(root, dataset)) if not p.exists()]
+        missing += [paths.checkpoint(root, dataset, ratio, seed) for seed in params.seeds
+                    for ratio in params.pretrain.ratios if not paths.checkpoint(root, dataset, ratio, seed).exists()]
+    if missing:
+        shown = ", ".join(str(p.relative_to(root)) for p in missing[:6])
+        raise DataError(f"the analyses read the pipeline's tables, splits and trained encoders, and "
+                        f"{len(missing)} are not there ({shown}{', ...' if len(missing) > 6 else ''}): "
+                        f"`dvc repro analyses/dvc.yaml:analysis` makes them first (the pipeline up to pretrain)")
 
 
 def analyse_dataset(params: Params, dataset: str, root: Path) -> tuple[list[dict], list[dict]]:

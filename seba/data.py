@@ -994,6 +994,6 @@ def save_splits(path: Path, splits: list[Split]) -> None:
 def load_split(path: Path, seed: int) -> Split:
     with np.load(path) as z:
         if f"seed{seed}_train" not in z.files:
-            raise DataError(f"{path} has no split for seed {seed} (has {list(z['seeds'])})")
+            raise DataError(f"{path} has no split for seed {seed} (has {[int(s) for s in z['seeds']]})")
         return Split(seed=seed, train=z[f"seed{seed}_train"], val=z[f"seed{seed}_val"],
                      test=z[f"seed{seed}_test"])

@@ -11,7 +11,7 @@ from seba.cli import run_stage  # first: hands the stage to a warm worker (seba/
 import dataclasses
 
 from seba import paths
-from seba.analysis import analyse_dataset, write_report
+from seba.analysis import analyse_dataset, check_inputs, write_report
 from seba.config import load_params, read_params_file
 from seba.runtime import configure_threads, repo_root
 from seba.tracking import Tracker
@@ -21,6 +21,7 @@ def main() -> None:
     params = load_params()
     root = repo_root()
     configure_threads(params.pretrain.threads)
+    check_inputs(params, root)  # all of them, before any table is analysed
     fractions, consistency = [], []
     with Tracker("analysis", "analysis", params={"analysis": dataclasses.asdict(params.analysis), "seeds": list(params.seeds),
                                                  "datasets": list(params.datasets)}, root=root) as tracker:

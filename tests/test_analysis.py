@@ -8,10 +8,10 @@ import pytest
 import torch
 import yaml
 
-from seba.analysis import (ensemble_features, knn_fraction, label_consistency, nearest_neighbours,
+from seba.analysis import (check_inputs, ensemble_features, knn_fraction, label_consistency, nearest_neighbours,
                            same_class_fraction)
 from seba.config import AnalysisConfig, parse_params
-from seba.errors import ConfigError
+from seba.errors import ConfigError, DataError
 
 SMALL = AnalysisConfig(masks=4, split_masks=2, max_k=5, batch_rows=64, consistency_k=5)
 
@@ -104,6 +104,27 @@ def test_analysis_params_are_checked_by_name(root, key, value, fragment):
     with pytest.raises(ConfigError) as error:
         parse_params(raw)
     assert fragment in str(error.value)
+
+
+def test_missing_inputs_are_named_before_any_table_is_analysed(root, tmp_path):
+    """One missing encoder of the second table stops the analysis before the first is analysed
+    (it would be minutes into the work), naming the files and the command that makes them."""
+    from seba import paths
+
+    raw = yaml.safe_load((root / "params.yaml").read_text())
+    raw.update(datasets=["diabetes", "cmc"], seeds=[0])
+    raw["pretrain"]["ratios"] = [0.2, 0.5]
+    params = parse_params(raw)
+    for dataset in ("diabetes", "cmc"):
+        for path in (paths.processed(tmp_path, dataset), paths.splits(tmp_path, dataset),
+                     *(paths.checkpoint(tmp_path, dataset, r, 0) for r in (0.2, 0.5))):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"")
+    check_inputs(params, tmp_path)
+    paths.checkpoint(tmp_path, "cmc", 0.5, 0).unlink()
+    with pytest.raises(DataError, match=r"1 are not there \(data/models/cmc/r0.5/seed0.pt\): `dvc repro "
+                                        r"analyses/dvc.yaml:analysis` makes them first"):
+        check_inputs(params, tmp_path)
 
 
 @pytest.mark.slow
