@@ -19,6 +19,7 @@ collection's experiments had this run's params and code (``merge_collected``).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -506,6 +507,14 @@ def seed_accuracies(episodes: pd.DataFrame) -> pd.DataFrame:
     return part.groupby(["shot", "seed"], as_index=False)["accuracy"].mean()
 
 
+def episode_digests(episodes: pd.DataFrame) -> dict[tuple[int, int], str]:
+    """Per (shot, seed): a digest of the ensemble's accuracy in each episode, in episode order (two
+    runs can share a seed's mean with different episodes)."""
+    part = episodes[episodes["member"] == MEMBER].sort_values("episode")
+    return {(int(shot), int(seed)): hashlib.sha256(np.round(g["accuracy"].to_numpy(float), 6).tobytes()).hexdigest()
+            for (shot, seed), g in part.groupby(["shot", "seed"])}
+
+
 # ----------------------------------------------------------------------------- collecting
 SIMILAR_RATIO = (0.5, 2.0)  # ours / paper within this range counts as a similar size
 
@@ -611,7 +620,7 @@ def collect(show: list, read_episodes: Callable[[Experiment, str], pd.DataFrame]
         datasets = list(dict.fromkeys(d for e in chosen.values() for d in e.datasets)) or \
             list(dict.fromkeys(paper["dataset"]))
 
-    frames = []
+    frames, digests = [], {}
     for slug, exp in chosen.items():
         if exp.state != "success":
             continue
@@ -621,6 +630,7 @@ def collect(show: list, read_episodes: Callable[[Experiment, str], pd.DataFrame]
             except (FileNotFoundError, OSError, KeyError) as exc:
                 notes.append(f"`{exp.name}`: no episodes of {dataset} at {exp.rev[:10]} ({type(exc).__name__})")
                 continue
+            digests.update({(slug, dataset, *k): v for k, v in episode_digests(episodes).items()})
             acc = seed_accuracies(episodes)
             acc = acc[acc["seed"].isin(exp.seeds)] if exp.seeds else acc
             frames.append(acc.assign(slug=slug, dataset=dataset))
@@ -638,22 +648,27 @@ def collect(show: list, read_episodes: Callable[[Experiment, str], pd.DataFrame]
     if merged:
         datasets = sorted(set(datasets) | {t for g in merged for t in g.tables})
 
-    notes += same_as_default(scores, chosen)
+    notes += same_as_default(scores, chosen, digests)
     table = _table(chosen, scores, paper, datasets, merged)
     effects = _effects(scores, paper, datasets)
     best = _best(table)
     return Collected(chosen, scores, table, effects, best, datasets, notes, ignored, merged)
 
 
-def same_as_default(scores: pd.DataFrame, chosen: dict[str, Experiment]) -> list[str]:
-    """Notes for variants whose every (table, shot, seed) accuracy equals the default's: their
-    switch had no effect, as when the code does not read it yet."""
-    notes = []
+def same_as_default(scores: pd.DataFrame, chosen: dict[str, Experiment],
+                    digests: dict[tuple, str] | None = None) -> list[str]:
+    """Notes for variants whose every (table, shot, seed) accuracy equals the default's, and every
+    episode's where both have ``digests`` (``episode_digests``, keyed slug, dataset, shot, seed):
+    their switch had no effect, as when the code does not read it yet."""
+    notes, digests = [], digests or {}
     base = scores[scores["slug"] == DEFAULT].set_index(["dataset", "shot", "seed"])["accuracy"]
     for slug, exp in chosen.items():
         mine = scores[scores["slug"] == slug].set_index(["dataset", "shot", "seed"])["accuracy"]
         common = mine.index.intersection(base.index)
-        if slug != DEFAULT and len(common) and np.allclose(mine[common], base[common], rtol=0, atol=1e-9):
+        episodes_differ = any(digests.get((slug, *k)) != digests.get((DEFAULT, *k))
+                              for k in common if (slug, *k) in digests and (DEFAULT, *k) in digests)
+        if (slug != DEFAULT and len(common) and not episodes_differ
+                and np.allclose(mine[common], base[common], rtol=0, atol=1e-9)):
             notes.append(f"`{exp.name}` has exactly the default's accuracies on every table, shot and seed: its "
                          f"switch ({', '.join(f'{k}={v}' for k, v in EXPERIMENTS[slug].items())}) changed nothing "
                          f"(does the code read it yet?)")
@@ -748,8 +763,9 @@ def _effects(scores: pd.DataFrame, paper: pd.DataFrame, datasets: list[str]) -> 
                     "paper_default": round(float(pd_[common].mean()), 4) if common else math.nan,
                     "paper_variant": round(float(pv[common].mean()), 4) if common else math.nan,
                     "paper_diff": round(paper_diff, 4) if not math.isnan(paper_diff) else math.nan,
+                    # a difference that rounds to 0 has no sign (nor agrees with the paper's)
                     "same_sign": (None if math.isnan(diff) or math.isnan(paper_diff) or paper_diff == 0
-                                  else bool(np.sign(diff) == np.sign(paper_diff))),
+                                  or round(diff, 4) == 0 else bool(np.sign(diff) == np.sign(paper_diff))),
                     "beyond_2se": None if math.isnan(se) else bool(abs(diff) > 2 * se),
                     "similar_size": similar_size(diff, se, paper_diff),
                     "n_seeds": len(seeds), "n_tables": len(tables), "tables": " ".join(tables),

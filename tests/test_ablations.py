@@ -406,6 +406,19 @@ def test_a_variant_equal_to_the_default_is_flagged(paper):
     c = ab.collect(show, fake_reader, paper)
     assert any("`abl-prep-raw` has exactly the default's accuracies" in n and "pretrain.normalise=False" in n
                for n in c.notes)
+    # the same seed means from other episodes are an effect that happens to cancel out: not flagged,
+    # and a difference of 0 agrees with no sign
+    def shuffled(exp, dataset):
+        frame = fake_reader(exp, dataset)
+        if exp.slug == "prep-raw":
+            ensemble = frame["member"] == "ensemble"
+            frame.loc[ensemble, "accuracy"] = frame.loc[ensemble].groupby(["seed", "shot"])["accuracy"].transform(
+                lambda a: a.to_numpy()[::-1])
+        return frame
+    c = ab.collect(show, shuffled, paper)
+    assert not any("has exactly the default's accuracies" in n for n in c.notes)
+    row = c.effects.set_index(["ablation", "variant"]).loc[("norm_imputation", "norm=False,fill=zero")]
+    assert row["ours_diff"] == 0 and row["same_sign"] is None
 
 
 def test_experiments_on_other_seeds_pair_on_the_seeds_both_have(paper, monkeypatch):
