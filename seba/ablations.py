@@ -818,6 +818,14 @@ def _best(table: pd.DataFrame) -> pd.DataFrame:
 CODE_PATHS = ("seba", "stages", "dvc.yaml")  # what the stages run: results of different code are not merged
 NOT_STAGE_CODE = ("seba/ablations.py",)    # under CODE_PATHS but run by no stage: this collector
 MERGED_AWAY = {"datasets"}                   # the one param a merged collection's experiments may differ in
+# params that do not change SeBA's episodes, which are all a collection holds: the other stages'
+# sections, where the pieces run (the outputs are the same either way), how often progress is printed
+BESIDE_RESULTS = ("analysis.", "theorem.", "executor.", "baselines.", "pretrain.progress_seconds")
+
+
+def merge_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """``differing_keys`` of two experiments' params that a merge must refuse."""
+    return [k for k in differing_keys(a, b, MERGED_AWAY) if not k.startswith(BESIDE_RESULTS)]
 SCORE_COLUMNS = ["slug", "dataset", "shot", "seed", "accuracy"]
 
 
@@ -911,14 +919,14 @@ def merge_collected(current: Group, scores: pd.DataFrame, earlier_scores: pd.Dat
     run's in everything but their tables: the default's params and each variant's that both have
     (seeds, episodes, switches, ...), and the code (CODE_PATHS at their baseline commits, by git;
     ``allow_code_change`` records a difference as a note instead)."""
-    errors, notes, used = [], [], []
+    errors, code_errors, notes, used = [], [], [], []
     here = current.chosen.get(DEFAULT)
     if here is None or here.state != "success":
         raise SystemExit("collect --merge: this checkout has no finished default experiment to compare the "
                          "merged experiments with")
     taken = list(current.tables) + list(taken)
     for group in groups:
-        keys = differing_keys(here.params, group.chosen[DEFAULT].params, MERGED_AWAY)
+        keys = merge_differences(here.params, group.chosen[DEFAULT].params)
         if keys:
             shown = ", ".join(f"{k}: {group.chosen[DEFAULT].params.get(k)!r} (here {here.params.get(k)!r})"
                               for k in keys[:6])
@@ -928,7 +936,7 @@ def merge_collected(current: Group, scores: pd.DataFrame, earlier_scores: pd.Dat
             mine = current.chosen.get(slug)
             if slug == DEFAULT or mine is None:
                 continue
-            keys = differing_keys(mine.params, exp.params, MERGED_AWAY)
+            keys = merge_differences(mine.params, exp.params)
             if keys:
                 errors.append(f"{group.origin}: `{exp.name}` differs from this run's `{mine.name}` in "
                               + ", ".join(keys[:6]))
@@ -941,10 +949,12 @@ def merge_collected(current: Group, scores: pd.DataFrame, earlier_scores: pd.Dat
                            + (f"differs from this run's ({mine[:10]}) in {', '.join(files[:8])}"
                               + (f" and {len(files) - 8} more" if len(files) > 8 else "") if files
                               else f"cannot be compared with this run's ({mine[:10]}): git does not know both commits"))
-                (notes if allow_code_change else errors).append(problem)
+                (notes if allow_code_change else code_errors).append(problem)
+    errors = list(dict.fromkeys(errors + code_errors))  # the rounds of one collection repeat its problems
     if errors:
         raise SystemExit("collect --merge: refused, the experiments are not comparable:\n  " + "\n  ".join(errors)
-                         + "\n(--allow-code-change merges across a code change and notes it in the report)")
+                         + ("\n(--allow-code-change merges across a code change and notes it in the report)"
+                            if code_errors else ""))
 
     for group in groups:
         tables, variants, beside, overlap, differ = [], {}, [], [], []

@@ -592,6 +592,14 @@ def test_merge_refuses_what_is_not_comparable(paper, tmp_path):
     with pytest.raises(SystemExit, match="evaluate.episodes"):
         ab.collect(run_of(("dna",), **{"evaluate.episodes": 7}), fake_reader, paper, merge=[earlier],
                    code_diff=lambda a, b: [])
+    with pytest.raises(SystemExit) as refused:  # a params difference: no code hint
+        ab.collect(run_of(("dna",), seeds=(0, 1)), fake_reader, paper, merge=[earlier], code_diff=lambda a, b: [])
+    assert "--allow-code-change" not in str(refused.value)
+    # params that do not change SeBA's episodes do not stop a merge
+    c = ab.collect(run_of(("dna",), **{"analysis.masks": 7, "executor.tasks": 3, "baselines.methods": ["knn"],
+                                       "pretrain.progress_seconds": 60.0}),
+                   fake_reader, paper, merge=[earlier], code_diff=lambda a, b: [])
+    assert c.datasets == ["cmc", "dna"]
     changed = lambda a, b: ["seba/train.py"]  # noqa: E731
     with pytest.raises(SystemExit, match="differs from this run's .* in seba/train.py"):
         ab.collect(run_of(("dna",)), fake_reader, paper, merge=[earlier], code_diff=changed)
