@@ -19,6 +19,7 @@ collection's experiments had this run's params and code (``merge_collected``).
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import json
 import math
@@ -287,10 +288,35 @@ def check_site_cache(root: Path) -> None:
                                  f"--unset core.site_cache_dir`), make it absolute, or export DVC_SITE_CACHE_DIR")
 
 
+def check_plans(plans: list[Plan], root: Path) -> None:
+    """Every experiment's params (params.yaml with its overrides) checked as its `validate` stage
+    will check them, before anything is queued: a bad --set value is one error now, not a failed
+    run of every experiment."""
+    from seba.config import parse_params, read_params_file
+    from seba.errors import ConfigError
+
+    base = read_params_file(root / "params.yaml")
+    for p in plans:
+        raw = copy.deepcopy(base)
+        for key, value in p.overrides.items():
+            node = raw
+            *parents, last = key.split(".")
+            for part in parents:
+                if not isinstance(node.get(part), dict):
+                    node[part] = {}
+                node = node[part]
+            node[last] = value
+        try:
+            parse_params(raw)
+        except ConfigError as exc:
+            raise SystemExit(f"error: {p.name} would fail its validate stage, so nothing was queued: {exc}") from None
+
+
 def queue(args: argparse.Namespace) -> int:
     root = repo_root()
     check_site_cache(root)
     plans = plan(args.ablations, args.seeds, args.datasets, args.prefix, parse_set(args.set or []), args.only)
+    check_plans(plans, root)
     existing = {} if args.dry_run else existing_names(dvc_json(["exp", "show", "--json"], root))
     warn_stale_running(existing, root)
     clash = [p.name for p in plans if p.name in existing]

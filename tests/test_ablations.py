@@ -166,6 +166,19 @@ def test_queue_run_runs_the_queue_again_while_its_worker_leaves_experiments_queu
     assert "still queued, and the last run of the queue ran none of them: abl-ratio-0.3" in capsys.readouterr().out
 
 
+def test_a_bad_set_value_queues_nothing(monkeypatch):
+    """Every experiment's params are checked before anything is queued (each would fail its
+    validate stage)."""
+    calls = []
+    monkeypatch.setattr(ab, "dvc_json", lambda args, root: show_of())
+    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or type("R", (), {"returncode": 0}))
+    monkeypatch.delenv("DVC_SITE_CACHE_DIR", raising=False)
+    with pytest.raises(SystemExit, match=r"abl-default would fail its validate stage, so nothing was queued: "
+                                         r"params.yaml: 'evaluate.probe_lr' must be > 0, got -1.0"):
+        ab.main(["queue", "--only", "default", "ratio-0.2", "--set", "evaluate.probe_lr=-1"])
+    assert calls == []
+
+
 def test_a_failed_experiment_fails_queue_run_though_dvc_exits_0(monkeypatch, capsys):
     """`dvc exp run --run-all` (DVC 3.67) exits 0 when an experiment fails: the states decide."""
     monkeypatch.delenv("DVC_SITE_CACHE_DIR", raising=False)
@@ -257,6 +270,7 @@ def test_queue_warns_about_experiments_left_running_by_a_dead_worker(tmp_path, m
     folder.mkdir(parents=True)
     (folder / "dvc-exp-worker-1.json").write_text(json.dumps({"pid": 2 ** 22 + 12345, "returncode": None}))
     monkeypatch.setattr(ab, "repo_root", lambda: tmp_path)
+    (tmp_path / "params.yaml").write_text((ROOT / "params.yaml").read_text())  # what queue checks the plans with
     monkeypatch.setattr(ab, "dvc_json", lambda args, root: show_of(show_entry("old-ratio-0.2", "ratio-0.2", state="running")))
     monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: type("R", (), {"returncode": 0}))
     monkeypatch.delenv("DVC_SITE_CACHE_DIR", raising=False)
