@@ -37,6 +37,8 @@ import pandas as pd
 import yaml
 
 from seba import paths
+from seba.config import parse_params, read_params_file
+from seba.errors import ConfigError
 from seba.runtime import atomic_path, repo_root, write_text
 
 # ----------------------------------------------------------------------------- the variant table
@@ -292,9 +294,6 @@ def check_plans(plans: list[Plan], root: Path) -> None:
     """Every experiment's params (params.yaml with its overrides) checked as its `validate` stage
     will check them, before anything is queued: a bad --set value is one error now, not a failed
     run of every experiment."""
-    from seba.config import parse_params, read_params_file
-    from seba.errors import ConfigError
-
     base = read_params_file(root / "params.yaml")
     for p in plans:
         raw = copy.deepcopy(base)
