@@ -18,11 +18,11 @@ from typing import Annotated, Any
 
 import yaml
 import pydantic
-from pydantic import AfterValidator, BeforeValidator, Strict
+from pydantic import AfterValidator, BeforeValidator
 
 from seba.errors import ConfigError
 from seba.paths import LOCAL, RANDOM_RATIO, ratio_tag
-from seba.schema import (Bool, Float, Int, Ints, Numbers, PositiveFloat, PositiveInt, Str, at_most, check,
+from seba.schema import (Bool, Float, Int, Ints, Numbers, PairBatch, PositiveFloat, PositiveInt, Str, at_most, check,
                          choice, fail, mapping_or_empty, rule, section, unknown_key)
 
 LOCAL_DIR = LOCAL
@@ -165,9 +165,7 @@ class PretrainConfig:
     conditioned: Bool = True  # projector sees the expanded mask
     temperature: PositiveFloat = 1.0
     lr: PositiveFloat = 1e-3
-    # InfoNCE scores each row against the others of its batch: a batch needs two rows
-    batch_size: Annotated[int, Strict(), rule(lambda v: v >= 2, "must be at least 2 (InfoNCE contrasts each row "
-                                                                 "with the others in its batch)")] = 1024
+    batch_size: PairBatch = 1024  # InfoNCE: a batch needs two rows
     max_epochs: PositiveInt = 10000
     max_steps: _count("no cap") = 0  # optimiser-step cap, checked at the end of an epoch (0 = none, as the paper)
     patience: PositiveInt = 100
@@ -521,4 +519,9 @@ def load_params(path: str | Path = "params.yaml") -> Params:
             if not isinstance(raw.get(section_name), dict) or key not in raw[section_name]:
                 raise ConfigError(f"params.yaml: '{section_name}.{key}' is missing; dvc.yaml builds its stages from "
                                   f"it ({what}): add it")
+        methods = raw["baselines"]["methods"]
+        for method in methods if isinstance(methods, list) else []:
+            if isinstance(method, str) and method not in raw["baselines"]:
+                raise ConfigError(f"params.yaml: 'baselines.{method}' is missing; a listed method's stages read its "
+                                  f"section (DVC refuses the run without it): add `{method}: {{}}` for its defaults")
     return parse_params(raw)

@@ -83,6 +83,9 @@ PositiveFloat = Annotated[float, Strict(), positive]
 Fraction = Annotated[float, Strict(), rule(lambda v: 0 < v <= 1, "must lie in (0, 1]")]
 Ints = Annotated[tuple[int, ...], _non_empty_list((int,), int, "integers")]
 Numbers = Annotated[tuple[float, ...], _non_empty_list((int, float), float, "numbers")]
+# the batch of a contrastive loss, which scores each row against the others of its batch
+PairBatch = Annotated[int, Strict(), rule(lambda v: v >= 2, "must be at least 2 (a contrastive loss compares each "
+                                                              "row with the others of its batch)")]
 
 TYPE_ERRORS = {"int_type": "an integer", "float_type": "a number", "finite_number": "a finite number",
                "bool_type": "true or false", "string_type": "a string"}

@@ -178,6 +178,36 @@ def test_a_new_method_is_one_module(tmp_path, monkeypatch, request):
         parse_params(raw)
 
 
+@pytest.mark.parametrize("method, values, message", [
+    ("catboost", {"depth": 17}, "'baselines.catboost.depth' must be <= 16, got 17"),
+    ("stunt", {"min_column_fraction": 0.6}, "'baselines.stunt.max_column_fraction' (0.5) must be >= min_column_fraction"),
+    ("stunt", {"ways": 1}, "'baselines.stunt.ways' must be >= 2"),
+    ("stunt", {"max_steps": 40}, "'baselines.stunt.eval_every' (50) is past 'max_steps' (40)"),
+    ("d2r2", {"max_steps": 200}, "no checkpoint would be pseudo-validated: the first is at step 1000"),
+    ("scarf", {"batch_size": 1}, "'baselines.scarf.batch_size' must be at least 2"),
+    ("subtab", {"batch_size": 1}, "'baselines.subtab.batch_size' must be at least 2"),
+    ("saint", {"batch_size": 1}, "'baselines.saint.batch_size' must be at least 2"),
+])
+def test_values_a_method_cannot_train_with_are_refused_by_validation(root, method, values, message):
+    """Each was accepted and then failed (a raw CatBoost error, STUNT's own checks) or trained nothing
+    (one-row batches, no pseudo-validated checkpoint) inside the baseline stage, after pretraining."""
+    raw = yaml.safe_load((root / "params.yaml").read_text())
+    raw["baselines"][method] = {**(raw["baselines"].get(method) or {}), **values}
+    with pytest.raises(ConfigError) as error:
+        check_baselines(parse_params(raw).baselines)
+    assert message in str(error.value)
+
+
+def test_a_listed_method_needs_its_section(root, tmp_path):
+    text = (root / "params.yaml").read_text()
+    raw = yaml.safe_load(text)
+    raw["baselines"]["methods"] = ["knn", "vime"]
+    del raw["baselines"]["vime"]
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    with pytest.raises(ConfigError, match="'baselines.vime' is missing; a listed method's stages read its section"):
+        seba.config.load_params(tmp_path / "params.yaml")
+
+
 def test_checking_params_imports_no_method_code():
     """The stages other than a method's own read params.yaml without importing any method (nor
     torch), so none of them depends on a method's code in DVC."""

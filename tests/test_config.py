@@ -34,7 +34,7 @@ def test_default_params_are_the_papers(root):
     (lambda r: r["pretrain"].update(ratios=[0.2, 0.2]), "'pretrain.ratios' has duplicates"),
     (lambda r: r["pretrain"].update(batch_size="big"), "'pretrain.batch_size' must be an integer"),
     (lambda r: r["pretrain"].update(patience=0), "'pretrain.patience' must be > 0"),
-    (lambda r: r["pretrain"].update(batch_size=1), "'pretrain.batch_size' must be at least 2 \\(InfoNCE contrasts"),
+    (lambda r: r["pretrain"].update(batch_size=1), "'pretrain.batch_size' must be at least 2 \\(a contrastive loss compares"),
     (lambda r: r["pretrain"].update(batch_size=2.5), "'pretrain.batch_size' must be an integer"),
     (lambda r: r["pretrain"].update(fill="mean"), "'pretrain.fill' is 'mean'; allowed: zero, marginal"),
     (lambda r: r["pretrain"].update(device="tpu"), "'pretrain.device' is 'tpu'; allowed: auto, cpu, cuda"),

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 import torch
 
 from seba.baselines import register
 from seba.baselines.base import Method
 from seba.runtime import derive_seed
-from seba.schema import PositiveFloat, PositiveInt, section
+from seba.schema import PositiveFloat, PositiveInt, at_most, section
 
 
 @section
 class CatboostConfig:
     iterations: PositiveInt = 200  # boosting rounds per episode (CatBoost's default 1000; cost budget, see README)
     learning_rate: PositiveFloat = 0.1  # CatBoost picks ~0.03 for 1000 rounds; 0.1 for 200 rounds
-    depth: PositiveInt = 4  # CatBoost's default 6; 4 is 3-9x faster on 10-class supports at equal accuracy
+    depth: Annotated[PositiveInt, at_most(16)] = 4  # CatBoost's default 6; 4 is 3-9x faster on 10-class supports at equal accuracy
     border_count: PositiveInt = 32  # CatBoost's default 254; a support has at most 100 distinct values
     l2_leaf_reg: PositiveFloat = 3.0  # CatBoost's default
 

@@ -12,7 +12,7 @@ from torch import nn
 
 from seba.baselines import register
 from seba.baselines.base import RepresentationMethod
-from seba.errors import TrainingDiverged
+from seba.errors import ConfigError, TrainingDiverged
 from seba.runtime import derive_seed
 from seba.schema import Float, Fraction, Int, PositiveFloat, PositiveInt, section
 
@@ -41,6 +41,14 @@ class D2r2Config:
     val_episodes: PositiveInt = 100  # pseudo-validation episodes, fixed up front (official: 100 fresh per test)
     val_kmeans_steps: PositiveInt = 5  # soft k-means steps of the pseudo-labels (datasets.py: 5)
     temperature: PositiveFloat = 1.0  # prototype scores' temperature (main.py: 1; argmax unaffected)
+
+    def __post_init__(self):
+        first = max(1, -(-self.min_accepted_step // self.eval_every)) * self.eval_every  # first selectable step
+        if first > self.max_steps:
+            raise ConfigError(f"params.yaml: baselines.d2r2: no checkpoint would be pseudo-validated: the first is at "
+                              f"step {first} (a multiple of 'eval_every' {self.eval_every} from 'min_accepted_step' "
+                              f"{self.min_accepted_step}), past 'max_steps' {self.max_steps}; lower min_accepted_step "
+                              f"or eval_every")
 
 
 EPS = 1e-6  # the official code's EPS

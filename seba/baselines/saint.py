@@ -28,7 +28,7 @@ from seba.baselines import register
 from seba.baselines.base import RepresentationMethod
 from seba.errors import ConfigError, DataError, TrainingDiverged
 from seba.runtime import derive_seed, resolve_precision
-from seba.schema import Bool, Float, Fraction, PositiveFloat, PositiveInt, choice, section
+from seba.schema import PairBatch, Bool, Float, Fraction, PositiveFloat, PositiveInt, choice, section
 
 
 @section
@@ -45,7 +45,7 @@ class SaintConfig:
     official_rules: Bool = True
     wide_embedding: PositiveInt | None = None  # above 100 columns, embedding at most this after the rules
     # (not official; the cost setting, e.g. 4: the first rule's cap that the second overrides)
-    batch_size: PositiveInt = 256  # --batchsize
+    batch_size: PairBatch = 256  # --batchsize
     lr: PositiveFloat = 1e-4  # AdamW, as pretraining.py (hard-coded there)
     weight_decay: Float = 0.01  # torch's AdamW default (pretraining.py sets none)
     epochs: PositiveInt = 50  # --pretrain_epochs; fixed, no early stopping (as the official pretraining)

@@ -8,7 +8,7 @@ from seba.baselines import register
 from seba.baselines.base import RepresentationMethod, train_with_early_stopping
 from seba.model import Encoder
 from seba.runtime import derive_seed, resolve_precision
-from seba.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
+from seba.schema import PairBatch, Float, Fraction, PositiveFloat, PositiveInt, choice, section
 
 
 @section
@@ -18,7 +18,7 @@ class ScarfConfig:
     encoder_hidden: PositiveInt = 1024  # as SeBA's encoder
     encoder_out: PositiveInt = 256
     lr: PositiveFloat = 1e-3
-    batch_size: PositiveInt = 256  # SCARF paper: 128; 256 halves the steps on 2 cores
+    batch_size: PairBatch = 256  # SCARF paper: 128; 256 halves the steps on 2 cores
     max_epochs: PositiveInt = 1000  # cap; early stopping ends earlier
     max_steps: PositiveInt = 3000  # optimiser-step cap (cost budget, as VIME's and SubTab's)
     patience: PositiveInt = 20  # SeBA's early-stopping rule (epochs), short for the cost budget

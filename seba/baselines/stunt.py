@@ -42,6 +42,16 @@ class StuntConfig:
     precision: choice("fp32", "bf16", "auto") = "auto"
     head: choice("protonet", "seba") = "protonet"  # protonet: Euclidean prototypes at every shot (STUNT's) | seba: SeBA's heads
 
+    def __post_init__(self):
+        if self.max_column_fraction < self.min_column_fraction:
+            raise ConfigError(f"params.yaml: 'baselines.stunt.max_column_fraction' ({self.max_column_fraction}) must be "
+                              f">= min_column_fraction ({self.min_column_fraction})")
+        if self.ways < 2:
+            raise ConfigError(f"params.yaml: 'baselines.stunt.ways' must be >= 2 (classes of a task), got {self.ways}")
+        if self.eval_every > self.max_steps:
+            raise ConfigError(f"params.yaml: 'baselines.stunt.eval_every' ({self.eval_every}) is past 'max_steps' "
+                              f"({self.max_steps}): no pseudo-validation would choose the encoder; lower eval_every")
+
 
 VAL_KMEANS_ITERATIONS = 100  # the pseudo-validation labels are computed once: iterate longer (scikit-learn: <= 300)
 
@@ -270,10 +280,6 @@ class STUNT(RepresentationMethod):
             truth = torch.arange(ways, device=self.device).repeat_interleave(query.shape[1] // ways)
             return float((logits.argmax(-1) == truth).float().mean())
 
-        if cfg.max_column_fraction < cfg.min_column_fraction:
-            raise ConfigError("params.yaml: 'baselines.stunt.max_column_fraction' must be >= min_column_fraction")
-        if cfg.ways < 2:
-            raise ConfigError("params.yaml: 'baselines.stunt.ways' must be >= 2")
         if len(X) < cfg.ways * (cfg.shots + cfg.queries):
             raise ConfigError(f"baselines.stunt: {len(X)} train rows cannot fill a {cfg.ways}-way task of "
                               f"{cfg.shots} + {cfg.queries} rows per class; lower ways, shots or queries")

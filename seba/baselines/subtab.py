@@ -12,7 +12,7 @@ from seba.baselines.base import RepresentationMethod, train_with_early_stopping
 from seba.errors import ConfigError, TrainingDiverged
 from seba.model import Encoder
 from seba.runtime import derive_seed, resolve_precision
-from seba.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
+from seba.schema import PairBatch, Float, Fraction, PositiveFloat, PositiveInt, choice, section
 
 
 @section
@@ -28,7 +28,7 @@ class SubtabConfig:
     encoder_hidden: PositiveInt = 1024  # as SeBA's encoder
     encoder_out: PositiveInt = 256
     lr: PositiveFloat = 1e-3  # SubTab default
-    batch_size: PositiveInt = 32  # SubTab default
+    batch_size: PairBatch = 32  # SubTab default
     max_epochs: PositiveInt = 1000  # cap; early stopping usually ends earlier
     max_steps: PositiveInt = 2000  # cap on optimiser steps (cost budget; SubTab's code: 15 epochs)
     patience: PositiveInt = 20  # SeBA's early-stopping rule, shorter patience for the cost budget
