@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from seba import paths
-from seba.baselines.base import check_baselines
+from seba.baselines.base import check_baselines, load_method, method_config
 from seba.config import Params, load_params
 from seba.data import check_shots, load_local_table, load_snapshot, make_split, read_manifest
 from seba.errors import ConfigError, DataError
@@ -98,6 +98,11 @@ def validate(root: Path) -> list[str]:
     except ConfigError as exc:
         return [str(exc)]
     problems = _check_devices(params)
+    for method in params.baselines.methods:  # what a listed method needs from this machine
+        try:
+            load_method(method).check_setup(method_config(params.baselines, method))
+        except ConfigError as exc:
+            problems.append(str(exc))
     if params.executor.kind == "ray":
         try:
             address = params.executor.address or os.environ.get("RAY_ADDRESS")

@@ -279,6 +279,20 @@ def test_a_table_the_user_supplies_is_left_to_fetch_unless_the_snapshot_is_the_s
     assert "is not in the repository (35 MB)" in message and "data/snapshot/fashion.parquet" in message
 
 
+def test_a_listed_methods_package_and_checkpoint_are_checked_by_validation(repo, monkeypatch, capsys):
+    """TabPFN's package and checkpoint were found missing only by its own stage, after pretraining."""
+    import seba.baselines.tabpfn as tabpfn
+
+    monkeypatch.delenv(tabpfn.CACHE_VARIABLE, raising=False)
+    edit_params(repo, set_key("baselines.methods", ["knn", "tabpfn"]))
+    monkeypatch.setattr(tabpfn.importlib.util, "find_spec", lambda name: None)
+    assert validate_main(["--root", str(repo)]) == 2
+    assert "baseline 'tabpfn' needs the tabpfn package" in capsys.readouterr().err
+    monkeypatch.setattr(tabpfn.importlib.util, "find_spec", lambda name: object())  # installed, no checkpoint
+    assert validate_main(["--root", str(repo)]) == 2
+    assert "baseline 'tabpfn' has no checkpoint: 'baselines.tabpfn.model_path' is null" in capsys.readouterr().err
+
+
 def test_valid_params_pass_validation(repo, capsys):
     assert validate_main(["--root", str(repo)]) == 0
     assert "diabetes: 768 rows, 2 classes" in capsys.readouterr().out

@@ -62,6 +62,12 @@ class Method:
         self.device = device
 
     @classmethod
+    def check_setup(cls, cfg) -> None:
+        """Refuse what the method needs from this machine whatever the table (a package, a
+        checkpoint), with an error that names it: ``seba-validate`` asks every listed method, so
+        a run stops before its pretraining; the default needs nothing."""
+
+    @classmethod
     def check(cls, cfg, table: EncodedTable, dataset: str) -> None:
         """Refuse, before any work, what the method cannot run (a missing checkpoint or package, a
         table beyond its limits), with an error that names the cause; the default accepts all."""

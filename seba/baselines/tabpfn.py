@@ -9,6 +9,7 @@ a missing package and a missing checkpoint. See docs/baselines.md#tabpfn."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -124,12 +125,18 @@ class TabPFN(Method):
     Config = TabpfnConfig
 
     @classmethod
-    def check(cls, cfg, table, dataset):
-        check_limits(cfg, len(table.classes), table.X.shape[1], dataset)
-        import_classifier()
+    def check_setup(cls, cfg):
+        if importlib.util.find_spec("tabpfn") is None:  # without importing it (seconds)
+            raise ConfigError(INSTALL)
         checkpoint(cfg)
         if cfg.device != "stage":
             select_device(cfg.device, "baselines.tabpfn.device")
+
+    @classmethod
+    def check(cls, cfg, table, dataset):
+        check_limits(cfg, len(table.classes), table.X.shape[1], dataset)
+        import_classifier()
+        cls.check_setup(cfg)
 
     def __init__(self, cfg, seed: int, device: torch.device):
         super().__init__(cfg, seed, device)
