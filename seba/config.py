@@ -519,9 +519,9 @@ def load_params(path: str | Path = "params.yaml") -> Params:
             if not isinstance(raw.get(section_name), dict) or key not in raw[section_name]:
                 raise ConfigError(f"params.yaml: '{section_name}.{key}' is missing; dvc.yaml builds its stages from "
                                   f"it ({what}): add it")
-        methods = raw["baselines"]["methods"]
-        for method in methods if isinstance(methods, list) else []:
-            if isinstance(method, str) and method not in raw["baselines"]:
-                raise ConfigError(f"params.yaml: 'baselines.{method}' is missing; a listed method's stages read its "
-                                  f"section (DVC refuses the run without it): add `{method}: {{}}` for its defaults")
-    return parse_params(raw)
+    params = parse_params(raw)
+    for method in params.baselines.methods:  # known methods, all of them (parse_params checked)
+        if method not in raw["baselines"]:
+            raise ConfigError(f"params.yaml: 'baselines.{method}' is missing; a listed method's stages read its "
+                              f"section (DVC refuses the run without it): add `{method}: {{}}` for its defaults")
+    return params
