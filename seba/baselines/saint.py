@@ -28,7 +28,7 @@ from seba.baselines import register
 from seba.baselines.base import RepresentationMethod
 from seba.errors import ConfigError, DataError, TrainingDiverged
 from seba.runtime import derive_seed, resolve_precision
-from seba.schema import PairBatch, Bool, Float, Fraction, PositiveFloat, PositiveInt, choice, section
+from seba.schema import Bool, Float, Fraction, PairBatch, PositiveFloat, PositiveInt, choice, section
 
 
 @section

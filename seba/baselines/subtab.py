@@ -12,7 +12,7 @@ from seba.baselines.base import RepresentationMethod, train_with_early_stopping
 from seba.errors import ConfigError, TrainingDiverged
 from seba.model import Encoder
 from seba.runtime import derive_seed, resolve_precision
-from seba.schema import PairBatch, Float, Fraction, PositiveFloat, PositiveInt, choice, section
+from seba.schema import Float, Fraction, PairBatch, PositiveFloat, PositiveInt, choice, section
 
 
 @section
