@@ -172,8 +172,9 @@ def check_inputs(params: Params, root: Path) -> None:
     missing = []
     for dataset in params.datasets:
         missing += [p for p in (paths.processed(root, dataset), paths.splits(root, dataset)) if not p.exists()]
-        missing += [paths.checkpoint(root, dataset, ratio, seed) for seed in params.seeds
-                    for ratio in params.pretrain.ratios if not paths.checkpoint(root, dataset, ratio, seed).exists()]
+        encoders = [paths.checkpoint(root, dataset, ratio, seed)
+                    for seed in params.seeds for ratio in params.pretrain.ratios]
+        missing += [p for p in encoders if not p.exists()]
     if missing:
         shown = ", ".join(str(p.relative_to(root)) for p in missing[:6])
         raise DataError(f"the analyses read the pipeline's tables, splits and trained encoders, and "

@@ -58,6 +58,12 @@ def read_manifest(snapshot_dir: Path) -> dict[str, dict]:
     return entries
 
 
+def supplied_copy_missing(entry: dict, snapshot_dir: Path) -> bool:
+    """A manifest entry of a table not vendored in the repository (``vendored: false``) whose copy
+    the user has not put in the snapshot folder."""
+    return entry.get("vendored", True) is False and not (snapshot_dir / entry["file"]).exists()
+
+
 def load_snapshot(openml_id: int, snapshot_dir: Path) -> tuple[pd.DataFrame, dict]:
     """Read the vendored copy of an OpenML table after checking its sha256 against the manifest."""
     manifest = read_manifest(snapshot_dir)
@@ -66,7 +72,7 @@ def load_snapshot(openml_id: int, snapshot_dir: Path) -> tuple[pd.DataFrame, dic
         known = ", ".join(f"{v['file'].removesuffix('.parquet')} ({k})" for k, v in manifest.items())
         raise DataError(f"OpenML id {openml_id} is not in the offline snapshot (it has: {known})")
     path = snapshot_dir / entry["file"]
-    if not path.exists() and entry.get("vendored", True) is False:
+    if supplied_copy_missing(entry, snapshot_dir):
         raise DataError(
             f"{entry.get('dataset', entry['file'])} (OpenML {openml_id}) is not in the repository "
             f"({entry.get('size_mb', '?')} MB): with OpenML reachable, fetch downloads it; offline, put the verified "

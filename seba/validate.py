@@ -25,7 +25,8 @@ import pandas as pd
 from seba import paths
 from seba.baselines.base import check_baselines, load_method, method_config
 from seba.config import Params, load_params
-from seba.data import check_shots, load_local_table, load_snapshot, make_split, read_manifest
+from seba.data import (check_shots, load_local_table, load_snapshot, make_split, read_manifest,
+                       supplied_copy_missing)
 from seba.errors import ConfigError, DataError
 from seba.executor import probe_address
 from seba.runtime import repo_root, select_device, write_text
@@ -57,8 +58,7 @@ def _labels(name: str, params: Params, root: Path):
                 raise DataError(f"dataset '{name}': OpenML id {source.openml_id} is not in the offline "
                                 f"snapshot, and 'fetch.source' is snapshot")
             return None, None, None
-        if (entry.get("vendored", True) is False and not (snapshot / entry["file"]).exists()
-                and params.fetch.source != "snapshot"):
+        if supplied_copy_missing(entry, snapshot) and params.fetch.source != "snapshot":
             return None, None, None  # a copy the user supplies: fetch tries OpenML first (and names the copy)
         frame, _ = load_snapshot(source.openml_id, snapshot)
         where = "offline snapshot"
