@@ -16,6 +16,10 @@ shot: the seeds, the mean of the seed means, its standard error from their sprea
 standard errors. `--out DIR` writes `seed_means.csv` (method, dataset, seed, shot, accuracy) and
 `cells.csv` (the printed table). The lines carry two decimals: a mean over 100 seeds moves by
 less than 0.005 from their rounding.
+
+`--episodes CSV [CSV ...]` (a run's `reports/episodes/<dataset>.csv`, which holds SeBA's ensemble
+and each ratio's encoder alone) also prints, per dataset, member and shot, the mean of the seed
+means and its standard error, and `--out DIR` writes them to `members.csv`.
 """
 
 from __future__ import annotations
@@ -83,10 +87,28 @@ def cells(means: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def members(episodes: list[Path]) -> pd.DataFrame:
+    """SeBA's ensemble and each ratio's encoder: mean of the seed means and its standard error."""
+    rows = []
+    for path in episodes:
+        frame = pd.read_csv(path)
+        missing = {"seed", "shot", "member", "accuracy"} - set(frame.columns)
+        if missing:
+            raise SystemExit(f"{path}: not an episodes file of the evaluate stage (no column {', '.join(sorted(missing))})")
+        per_seed = frame.groupby(["member", "shot", "seed"])["accuracy"].mean()
+        for (member, shot), group in per_seed.groupby(["member", "shot"]):
+            n = len(group)
+            se = group.std(ddof=1) / n ** 0.5 if n > 1 else float("nan")
+            rows.append({"dataset": path.stem, "member": member, "shot": shot, "seeds": n,
+                         "mean": round(group.mean(), 2), "se": round(se, 2)})
+    return pd.DataFrame(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("logs", nargs="+", type=Path)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--episodes", nargs="+", type=Path, default=[])
     args = parser.parse_args()
     means = seed_means(args.logs).sort_values(["method", "dataset", "seed", "shot"], ignore_index=True)
     table = cells(means)
@@ -95,6 +117,11 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         means.to_csv(args.out / "seed_means.csv", index=False)
         table.to_csv(args.out / "cells.csv", index=False)
+    if args.episodes:
+        parts = members(args.episodes)
+        print(parts.to_string(index=False))
+        if args.out:
+            parts.to_csv(args.out / "members.csv", index=False)
 
 
 if __name__ == "__main__":

@@ -72,6 +72,21 @@ def test_protocol_cells_refuses_a_seed_that_differs_between_logs(tmp_path):
         cells.seed_means([tmp_path / "c.log"])
 
 
+def test_protocol_cells_members_from_episodes(tmp_path):
+    cells = load("protocol_cells")
+    rows = ["seed,shot,episode,member,accuracy"]
+    for seed, base in ((0, 50.0), (1, 52.0)):
+        for member, offset in (("ensemble", 2.0), ("r0.1", 0.0)):
+            rows += [f"{seed},1,{e},{member},{base + offset + e}" for e in (0, 1)]  # episode means base+offset+0.5
+    (tmp_path / "fashion.csv").write_text("\n".join(rows) + "\n")
+    table = cells.members([tmp_path / "fashion.csv"]).set_index(["dataset", "member", "shot"])
+    assert table.loc[("fashion", "ensemble", 1)].tolist() == [2, 53.5, 1.0]  # seed means 52.5, 54.5
+    assert table.loc[("fashion", "r0.1", 1), "mean"] == 51.5
+    (tmp_path / "other.csv").write_text("seed,shot,accuracy\n0,1,50\n")
+    with pytest.raises(SystemExit, match="no column member"):
+        cells.members([tmp_path / "other.csv"])
+
+
 def test_stack_tail_counts_the_epochs_stopped_seeds_wait_in_a_stack():
     executed = load("stack_tail").executed_epochs
     assert executed([3, 3, 3], 0.25) == 9
