@@ -108,6 +108,39 @@ def test_scaling_uses_train_statistics_only(snapshot_dir):
     np.testing.assert_array_equal(again[split.val], scaled[split.val])
 
 
+@pytest.mark.parametrize("dataset", ["cmc", "income", "karhunen", "semeion", "dna"])
+def test_scaling_a_finite_table_gives_the_nan_aware_paths_bits(snapshot_dir, dataset):
+    """scale's fast path (numeric columns without a missing or infinite value) must give exactly
+    what the NaN-aware general path gives: the encoders' inputs do not change."""
+    from seba.data import _standardise_general
+
+    table = encode_table(pd.read_parquet(snapshot_dir / f"{dataset}.parquet"))
+    for seed in range(3):
+        train = make_split(table.y, seed, 1 / 6, 0.1).train
+        fast = scale(table, train)
+        general = _standardise_general(table.X.astype(np.float32, copy=True), table, train)
+        assert fast.dtype == np.float32 and np.array_equal(fast.view(np.int32), general.view(np.int32))
+
+
+def test_scaling_synthetic_edge_values_matches_the_general_path():
+    from seba.data import _standardise_general
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 6)).astype(np.float32) * np.array([1, 1e-6, 1e6, 0, 3e15, 1], dtype=np.float32)
+    X[:, 3] = 7.0  # a constant column: centred, not divided
+    X[:, 5] = (X[:, 5] > 0)  # a one-hot-like 0/1 column marked categorical
+    numeric = np.array([True, True, True, True, True, False])
+    table = EncodedTable(X=X, y=np.zeros(400, dtype=np.int64), groups=np.arange(6), numeric=numeric,
+                         columns=np.array(list("abcdef")), encoded_names=np.array(list("abcdef")), classes=np.array(["x"]))
+    train = np.arange(0, 400, 2)
+    for values in (X, np.where(np.arange(6) == 4, np.float32(3e38), X).astype(np.float32)):  # the last: squares overflow
+        t = EncodedTable(**{**table.__dict__, "X": values})
+        fast = scale(t, train)
+        general = _standardise_general(values.astype(np.float32, copy=True), t, train)
+        assert np.isfinite(fast).all() and np.array_equal(fast.view(np.int32), general.view(np.int32))
+    assert (scale(table, train)[:, 3] == 0).all()
+
+
 @pytest.mark.parametrize("dataset", ["cmc", "karhunen"])
 def test_splits_are_stratified_disjoint_and_reproducible(snapshot_dir, dataset):
     table = encode_table(pd.read_parquet(snapshot_dir / f"{dataset}.parquet"))
