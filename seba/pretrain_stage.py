@@ -71,6 +71,10 @@ def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> Pre
         label = f"[pretrain {dataset} r={ratio_tag(ratio)[1:]} seed {seed} ({i}/{len(params.seeds)})]"
         seeds.append(SeedData(X[split.train], X[split.val], seed, label))
     stage = f"[pretrain {dataset} r={ratio_tag(ratio)[1:]}]"
+    if cfg.min_masked_columns > max(table.n_groups - 1, 1):
+        log(f"{stage} WARNING pretrain.min_masked_columns is {cfg.min_masked_columns}, but {dataset} has "
+            f"{table.n_groups} columns and the feature view keeps at least one: each mask takes "
+            f"{max(table.n_groups - 1, 1)} (or floor(ratio x columns) where that is more)")
     precision = resolve_precision(cfg.precision, device)
     gpus = 0.0
     if executor is None:  # threads as for every seed, so that a resumed seed trains as it would have

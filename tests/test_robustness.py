@@ -991,6 +991,24 @@ def test_an_interrupted_pretrain_stage_keeps_the_seeds_it_finished(repo, no_mlfl
     assert code == 0 and stacks == [[0], [1], [2]] and "kept from an interrupted run" not in output, output
 
 
+def test_a_mask_size_floor_above_the_tables_columns_is_named_where_it_is_capped(repo, no_mlflow, monkeypatch, capsys):
+    """pretrain.min_masked_columns larger than a table allows (the feature view keeps a column) is
+    capped; the stage says so instead of training with another mask size silently."""
+    table = EncodedTable.load(repo / "data" / "processed" / "diabetes.npz")
+    save_splits(repo / "data" / "splits" / "diabetes.npz", [make_split(table.y, 0, 1 / 6, 0.1)])
+    small = {"encoder_hidden": 16, "encoder_out": 8, "projector_hidden": 16, "projector_out": 8,
+             "max_epochs": 1, "workers": 1, "threads": 1, "progress_seconds": 1e9}
+    edit_params(repo, lambda p: (p.update(seeds=[0]), p["pretrain"].update(small)))
+    args = ["--dataset", "diabetes", "--ratio", "0.2"]
+    code, output = run_stage_script("pretrain", args, monkeypatch, capsys)
+    assert code == 0 and "min_masked_columns" not in output, output
+    edit_params(repo, lambda p: p["pretrain"].update(min_masked_columns=20))
+    code, output = run_stage_script("pretrain", args, monkeypatch, capsys)
+    assert code == 0, output
+    assert "WARNING pretrain.min_masked_columns is 20, but diabetes has 8 columns" in output
+    assert "each mask takes 7" in output
+
+
 def test_a_queued_experiment_keeps_seeds_where_the_workspace_does(tmp_path):
     """A queued experiment runs in a copy (`.dvc/tmp/exps/tmp*`) whose `.dvc/config.local` names
     the workspace's cache: its kept seeds go to the workspace's `.dvc/tmp`, where the copy of a
