@@ -111,3 +111,18 @@ def test_scores_are_the_teachers_logits_and_deterministic():
                                 derive_seed(0, "meanteacher", 2, "noise"), "test")
     torch.testing.assert_close(scores, mlp_logits(teacher, XT))
     assert not torch.allclose(scores, mlp_logits(student, XT))
+
+
+def test_bad_settings_are_named_with_their_values():
+    import pytest
+
+    from seba.baselines.base import method_config
+    from seba.config import BaselinesConfig
+    from seba.errors import ConfigError
+
+    def config(**values):
+        return method_config(BaselinesConfig(methods=[], sections={"meanteacher": values}), "meanteacher")
+
+    with pytest.raises(ConfigError, match=r"ema_decay 1.0 \(need 0 <= ema_decay < 1\); input_noise -0.1 \(need >= 0\)"):
+        config(ema_decay=1.0, input_noise=-0.1)
+    config(ema_decay=0.0, consistency=0.0)  # the bounds themselves are accepted

@@ -122,3 +122,19 @@ def test_scores_are_deterministic_and_independent_of_episode_chunking():
     torch.testing.assert_close(chunked.scores(X, support, labels, 3, 2), scores, atol=1e-5, rtol=1e-5)
     other_seed, *_ = toy_method(seed=1)
     assert not torch.allclose(other_seed.scores(X, support, labels, 3, 2), scores)
+
+
+def test_bad_settings_are_named_with_their_values():
+    import pytest
+
+    from seba.baselines.base import method_config
+    from seba.config import BaselinesConfig
+    from seba.errors import ConfigError
+
+    def config(**values):
+        return method_config(BaselinesConfig(methods=[], sections={"pseudolabel": values}), "pseudolabel")
+
+    with pytest.raises(ConfigError, match=r"baselines.pseudolabel: threshold 1.0 \(need 0 <= threshold < 1\)$"):
+        config(threshold=1.0)
+    with pytest.raises(ConfigError, match=r"alpha_f -1.0 \(need >= 0\); weight_decay -0.5 \(need >= 0\)"):
+        config(alpha_f=-1.0, weight_decay=-0.5)

@@ -36,9 +36,11 @@ class MeanteacherConfig:
     precision: choice("fp32", "bf16", "auto") = "auto"  # fp32 | bf16 (autocast) | auto (bf16 where native)
 
     def __post_init__(self):
-        if not 0 <= self.ema_decay < 1 or self.consistency < 0 or self.input_noise < 0 or self.weight_decay < 0:
-            raise ConfigError("baselines.meanteacher: need 0 <= ema_decay < 1 and consistency, input_noise, "
-                              "weight_decay >= 0")
+        bad = ([f"ema_decay {self.ema_decay} (need 0 <= ema_decay < 1)"] if not 0 <= self.ema_decay < 1 else []) + [
+            f"{key} {getattr(self, key)} (need >= 0)" for key in ("consistency", "input_noise", "weight_decay")
+            if not getattr(self, key) >= 0]
+        if bad:
+            raise ConfigError("baselines.meanteacher: " + "; ".join(bad))
 
 
 def sigmoid_rampup(t: float, length: float) -> float:

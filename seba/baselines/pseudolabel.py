@@ -45,8 +45,10 @@ class PseudolabelConfig:
         if not 0 <= self.t1_fraction < self.t2_fraction <= 1:
             raise ConfigError("baselines.pseudolabel: need 0 <= t1_fraction < t2_fraction <= 1, got "
                               f"{self.t1_fraction} and {self.t2_fraction}")
-        if not 0 <= self.threshold < 1 or self.alpha_f < 0 or self.weight_decay < 0:
-            raise ConfigError("baselines.pseudolabel: need 0 <= threshold < 1, alpha_f >= 0, weight_decay >= 0")
+        bad = ([f"threshold {self.threshold} (need 0 <= threshold < 1)"] if not 0 <= self.threshold < 1 else []) + [
+            f"{key} {getattr(self, key)} (need >= 0)" for key in ("alpha_f", "weight_decay") if not getattr(self, key) >= 0]
+        if bad:
+            raise ConfigError("baselines.pseudolabel: " + "; ".join(bad))
 
 
 Params = list[torch.Tensor]  # [w1 [D, E, H], b1 [E, 1, H], w2 [E, H, C], b2 [E, 1, C]]
