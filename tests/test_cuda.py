@@ -157,3 +157,11 @@ def test_a_stack_synchronises_per_epoch_not_per_seed_or_batch(karhunen):
             counts[epochs], _ = count_cuda_syncs(lambda: pretrain_stack(members, table.groups, 0.3, cfg, CUDA))
         per_epoch[n_seeds] = (counts[5] - counts[3]) / 2
     assert per_epoch[1] == per_epoch[4] and per_epoch[4] <= 4, per_epoch
+
+
+def test_stacked_rows_reach_the_gpu_seed_by_seed_unchanged(karhunen):
+    from seba.pretrain import stacked_rows
+
+    _, _, split, X = karhunen
+    parts = [X[split.train], X[split.train][::-1].copy(), X[split.train] * 2]
+    assert torch.equal(stacked_rows(parts, CUDA).cpu(), torch.as_tensor(np.stack(parts)))

@@ -176,3 +176,17 @@ def test_progress_counts_a_stacks_seeds_as_trained_together():
     assert progress(60.0, 1, 10, 1, 10, 2) == "; 9 seeds still to train, stage ~4m00s left"
     # the third arrives at 120 s: two rounds done, three to go
     assert progress(120.0, 3, 10, 3, 10, 2) == "; 7 seeds still to train, stage ~3m00s left"
+
+
+def test_stacked_rows_are_the_seeds_rows_in_float32_whatever_they_came_as():
+    from seba.pretrain import stacked_rows
+
+    rng = np.random.default_rng(0)
+    rows = [rng.normal(size=(7, 4)).astype(np.float32) for _ in range(3)]
+    as_double = rows[1].astype(np.float64)
+    read_only = rows[2].copy()
+    read_only.flags.writeable = False
+    stacked = stacked_rows([rows[0], as_double, read_only], torch.device("cpu"))
+    assert stacked.dtype == torch.float32 and stacked.shape == (3, 7, 4)
+    assert torch.equal(stacked, torch.as_tensor(np.stack(rows)))
+    assert read_only.flags.writeable is False  # the caller's array is left as it was
