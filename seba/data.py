@@ -721,6 +721,9 @@ class EncodedTable:
 
     @classmethod
     def load(cls, path: Path) -> "EncodedTable":
+        if not Path(path).is_file():
+            raise DataError(f"{path} does not exist: the preprocess stage writes it (`dvc repro preprocess@"
+                            f"{Path(path).stem}`, for a dataset that params.yaml's `datasets` and `sources` name)")
         with np.load(path, allow_pickle=False) as z:
             return cls(**{k: z[k] for k in z.files})
 

@@ -259,3 +259,8 @@ def test_normalise_false_keeps_raw_numbers_and_imputes_the_train_mean(snapshot_d
     raw = scale(table, split.train, normalise=False)
     np.testing.assert_array_equal(raw, table.X.astype(np.float32))
     assert np.isfinite(raw).all()
+
+
+def test_a_missing_encoded_table_names_the_stage_that_writes_it(tmp_path):
+    with pytest.raises(DataError, match=r"nope.npz does not exist: the preprocess stage writes it \(`dvc repro preprocess@nope`"):
+        EncodedTable.load(tmp_path / "processed" / "nope.npz")
