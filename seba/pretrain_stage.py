@@ -26,6 +26,7 @@ from seba.paths import ratio_tag
 from seba.config import Params
 from seba.data import EncodedTable, check_shots, load_split, scale
 from seba.health import check_training
+from seba.objective import masked_group_count
 from seba.executor import RayExecutor, chunks, executor_for, placement_tags, stage_device
 from seba.pretrain import (PretrainResult, SeedData, encode, encoder_config, member_bytes, plan_stacks, plan_workers,
                            pretrain_many, train_chunk)
@@ -71,10 +72,10 @@ def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> Pre
         label = f"[pretrain {dataset} r={ratio_tag(ratio)[1:]} seed {seed} ({i}/{len(params.seeds)})]"
         seeds.append(SeedData(X[split.train], X[split.val], seed, label))
     stage = f"[pretrain {dataset} r={ratio_tag(ratio)[1:]}]"
-    if cfg.min_masked_columns > max(table.n_groups - 1, 1):
+    capped = masked_group_count(table.n_groups, 0.0, cfg.min_masked_columns)  # the floor as the masks take it
+    if capped < cfg.min_masked_columns:
         log(f"{stage} WARNING pretrain.min_masked_columns is {cfg.min_masked_columns}, but {dataset} has "
-            f"{table.n_groups} columns and the feature view keeps at least one: each mask takes "
-            f"{max(table.n_groups - 1, 1)} (or floor(ratio x columns) where that is more)")
+            f"{table.n_groups} columns and the feature view keeps at least one: each mask takes {capped}")
     precision = resolve_precision(cfg.precision, device)
     gpus = 0.0
     if executor is None:  # threads as for every seed, so that a resumed seed trains as it would have
