@@ -113,7 +113,7 @@ def training_step(table, split, params, precision: str, graph: bool = False, sta
     cfg = dataclasses.replace(params.pretrain, precision=precision)
     models = [build_models(X.shape[1], cfg, seed) for seed in range(stack)]
     encoder = StackedEncoder([e for e, _ in models]).to(DEVICE)
-    projector = StackedProjector([p for _, p in models]).to(DEVICE)
+    projector = StackedProjector([p for _, p in models], cfg.mask_bias).to(DEVICE)
     optimiser = make_adam(list(encoder.parameters()) + list(projector.parameters()), cfg.lr, DEVICE)
 
     def step():

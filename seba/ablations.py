@@ -848,8 +848,13 @@ MERGED_AWAY = {"datasets"}                   # the one param a merged collection
 BESIDE_RESULTS = ("analysis.", "theorem.", "executor.", "baselines.", "pretrain.progress_seconds")
 
 
+# params added after experiments were recorded, with the value that an experiment without the key ran
+ADDED_LATER = {"pretrain.mask_bias": False}
+
+
 def merge_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     """``differing_keys`` of two experiments' params that a merge must refuse."""
+    a, b = {**ADDED_LATER, **a}, {**ADDED_LATER, **b}
     return [k for k in differing_keys(a, b, MERGED_AWAY) if not k.startswith(BESIDE_RESULTS)]
 SCORE_COLUMNS = ["slug", "dataset", "shot", "seed", "accuracy"]
 

@@ -163,6 +163,7 @@ class PretrainConfig:
     projector_hidden: PositiveInt = 1024
     projector_out: PositiveInt = 256
     conditioned: Bool = True  # projector sees the expanded mask
+    mask_bias: Bool = False  # the mask's product computed once per batch as a bias (rounding differs; faster on wide tables)
     temperature: PositiveFloat = 1.0
     lr: PositiveFloat = 1e-3
     batch_size: PairBatch = 1024  # InfoNCE: a batch needs two rows

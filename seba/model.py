@@ -93,14 +93,26 @@ class StackedEncoder(nn.Module):
 
 
 class StackedProjector(nn.Module):
-    """S projectors side by side; member s sees its own [D] mask (``column_masks`` is [S, D])."""
+    """S projectors side by side; member s sees its own [D] mask (``column_masks`` is [S, D]).
 
-    def __init__(self, projectors: list[Projector]):
+    ``mask_bias`` (``pretrain.mask_bias``): a batch has one mask, so the first layer's product
+    with it is the same for every row; computed once per batch as a bias instead of over the
+    concatenated input. The same function and parameters; sums in another order, so results
+    differ in float rounding; fewer products the more columns a table has."""
+
+    def __init__(self, projectors: list[Projector], mask_bias: bool = False):
         super().__init__()
         self.conditioned = projectors[0].conditioned
+        self.mask_bias = mask_bias
         self.net = stack_sequentials([p.net for p in projectors])
 
     def forward(self, h: torch.Tensor, column_masks: torch.Tensor) -> torch.Tensor:
+        if self.conditioned and self.mask_bias:
+            first, rest = self.net[0], self.net[1:]
+            width = h.shape[2]  # the encoder's output; the weight's other columns meet the mask
+            weight = first.weight.transpose(1, 2)  # [S, width + D, hidden]
+            bias = torch.baddbmm(first.bias.unsqueeze(1), column_masks.to(h.dtype).unsqueeze(1), weight[:, width:])
+            return rest(torch.baddbmm(bias, h, weight[:, :width]))
         if self.conditioned:
             m = column_masks.to(h.dtype).unsqueeze(1).expand(-1, h.shape[1], -1)
             h = torch.cat([h, m], dim=2)

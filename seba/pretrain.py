@@ -325,7 +325,7 @@ def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float | str
     seeds = [_Member(m, ratio, cfg, k, n_groups, groups_t, val_batches) for m in members]
     models = [build_models(members[0].x_train.shape[1], cfg, s.run_seed) for s in seeds]
     encoder = stack_encoders([e for e, _ in models]).to(device)
-    projector = StackedProjector([p for _, p in models]).to(device)
+    projector = StackedProjector([p for _, p in models], cfg.mask_bias).to(device)
     del models
     optimiser = FusedAdam(list(encoder.parameters()) + list(projector.parameters()), cfg.lr)
 

@@ -697,3 +697,11 @@ def test_queue_run_collect_in_a_tiny_pipeline(root, tmp_path, monkeypatch):
     evaluations = [r for r in runs if r.data.tags.get("stage") == "evaluate"
                    and "mlflow.parentRunId" not in r.data.tags]
     assert len(evaluations) == 2  # one per experiment (each with a nested run per seed)
+
+
+def test_a_param_added_later_matches_experiments_recorded_without_it():
+    """Experiments recorded before `pretrain.mask_bias` existed ran without it (false): a merge
+    treats the missing key as false, and still refuses a collection that ran with it true."""
+    old = {"pretrain.lr": 0.001, "datasets": ["cmc"]}
+    assert ab.merge_differences(old, {**old, "pretrain.mask_bias": False}) == []
+    assert ab.merge_differences({**old, "pretrain.mask_bias": True}, old) == ["pretrain.mask_bias"]

@@ -190,3 +190,43 @@ def test_stacked_rows_are_the_seeds_rows_in_float32_whatever_they_came_as():
     assert stacked.dtype == torch.float32 and stacked.shape == (3, 7, 4)
     assert torch.equal(stacked, torch.as_tensor(np.stack(rows)))
     assert read_only.flags.writeable is False  # the caller's array is left as it was
+
+
+def test_mask_bias_is_the_concatenated_projector_up_to_rounding():
+    """pretrain.mask_bias computes the mask's product once per batch: the same outputs and
+    gradients as the concatenated input, to float rounding; unconditioned projectors ignore it."""
+    from seba.model import Projector, StackedProjector
+
+    torch.manual_seed(0)
+    members = [Projector(16, 10, 32, 8) for _ in range(3)]
+    concat, bias = StackedProjector(members), StackedProjector(members, mask_bias=True)
+    h = torch.randn(3, 50, 16, requires_grad=True)
+    masks = torch.rand(3, 10) > 0.5
+    out, folded = concat(h, masks), bias(h, masks)
+    torch.testing.assert_close(folded, out, rtol=1e-5, atol=1e-5)
+    for a, b in zip(torch.autograd.grad(out.square().sum(), [h, *concat.parameters()]),
+                    torch.autograd.grad(folded.square().sum(), [h, *bias.parameters()])):
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5)
+    plain = [Projector(16, 10, 32, 8, conditioned=False) for _ in range(3)]
+    assert torch.equal(StackedProjector(plain, mask_bias=True)(h, masks), StackedProjector(plain)(h, masks))
+
+
+def test_mask_bias_reaches_the_trained_stack_and_changes_rounding_only(monkeypatch):
+    import seba.pretrain
+
+    built = []
+
+    class Recorded(seba.pretrain.StackedProjector):
+        def __init__(self, projectors, mask_bias=False):
+            super().__init__(projectors, mask_bias)
+            built.append(mask_bias)
+
+    monkeypatch.setattr(seba.pretrain, "StackedProjector", Recorded)
+    members, groups = seed_tables(n_seeds=2)
+    cfg = small_cfg(max_epochs=3, patience=3, precision="fp32")
+    plain = pretrain_stack(members, groups, 0.3, cfg, CPU)
+    biased = pretrain_stack(members, groups, 0.3, dataclasses.replace(cfg, mask_bias=True), CPU)
+    assert built == [False, True]
+    for a, b in zip(plain, biased):
+        assert a.stop_epoch == b.stop_epoch
+        np.testing.assert_allclose(b.val_loss, a.val_loss, rtol=1e-4)
