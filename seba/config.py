@@ -513,6 +513,15 @@ DVC_EXPANDS = {("pretrain", "ratios"): "one pretrain stage per ratio; the paper'
                ("baselines", "methods"): "one baseline stage per method; [] runs none"}
 
 
+def known_dataset(params: "Params", name: str) -> str:
+    """``name`` if params.yaml's ``sources`` has it (a stage's ``--dataset``), else a ConfigError
+    naming the ones it has."""
+    if name not in params.sources:
+        raise ConfigError(f"dataset '{name}' has no entry in params.yaml 'sources' (it has: "
+                          f"{', '.join(params.sources)})")
+    return name
+
+
 def load_params(path: str | Path = "params.yaml") -> Params:
     raw = read_params_file(path)
     if isinstance(raw, dict):

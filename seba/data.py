@@ -723,7 +723,7 @@ class EncodedTable:
     def load(cls, path: Path) -> "EncodedTable":
         if not Path(path).is_file():
             raise DataError(f"{path} does not exist: the preprocess stage writes it (`dvc repro preprocess@"
-                            f"{Path(path).stem}`, for a dataset that params.yaml's `datasets` and `sources` name)")
+                            f"{Path(path).stem}`, with {Path(path).stem} in params.yaml's `datasets`)")
         with np.load(path, allow_pickle=False) as z:
             return cls(**{k: z[k] for k in z.files})
 

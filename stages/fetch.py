@@ -10,7 +10,7 @@ from seba.cli import parse_args, run_stage  # first: hands the stage to a warm w
 import time
 
 from seba import paths
-from seba.config import load_params
+from seba.config import known_dataset, load_params
 from seba.data import fetch_table
 from seba.runtime import atomic_path, log, repo_root, write_json
 from seba.tracking import Tracker
@@ -19,8 +19,7 @@ from seba.tracking import Tracker
 def main() -> None:
     args = parse_args(__doc__, dataset=str)
     params = load_params()
-    if args.dataset not in params.sources:
-        raise SystemExit(f"error: dataset '{args.dataset}' has no entry in params.yaml 'sources'")
+    known_dataset(params, args.dataset)
     source, root, start = params.sources[args.dataset], repo_root(), time.perf_counter()
     frame, info = fetch_table(args.dataset, source.openml_id, params.fetch.source, root, params.fetch.retries,
                               local=source if source.is_local else None)

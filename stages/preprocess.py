@@ -11,17 +11,22 @@ from seba.cli import parse_args, run_stage  # first: hands the stage to a warm w
 import pandas as pd
 
 from seba import paths
-from seba.config import load_params
+from seba.config import known_dataset, load_params
 from seba.data import encode_table, log_schema, schema_metrics, schema_report
+from seba.errors import DataError
 from seba.runtime import repo_root, write_json
 from seba.tracking import Tracker
 
 
 def main() -> None:
     args = parse_args(__doc__, dataset=str)
-    load_params()  # validate the whole file before any work
+    known_dataset(load_params(), args.dataset)  # the whole file validated before any work
     root = repo_root()
-    frame = pd.read_parquet(paths.raw_table(root, args.dataset))
+    raw = paths.raw_table(root, args.dataset)
+    if not raw.is_file():
+        raise DataError(f"{raw} does not exist: the fetch stage writes it (`dvc repro fetch@{args.dataset}`, "
+                        f"with {args.dataset} in params.yaml's `datasets`)")
+    frame = pd.read_parquet(raw)
     notes: dict = {}
     table = encode_table(frame, notes)
     table.save(paths.processed(root, args.dataset))

@@ -1023,3 +1023,18 @@ def test_a_queued_experiment_keeps_seeds_where_the_workspace_does(tmp_path):
     assert resume_dir(workspace, "cmc", "random") == workspace / ".dvc" / "tmp" / "seba-resume" / "cmc-random"
     (copy / ".dvc" / "config.local").write_text("[cache]\ndir = /somewhere/else\n")  # a cache of the user's
     assert resume_dir(copy, "cmc", 0.2) == copy / ".dvc" / "tmp" / "seba-resume" / "cmc-0.2"
+
+
+@pytest.mark.parametrize("stage, args", [("fetch", []), ("preprocess", []), ("split", []), ("pretrain", ["--ratio", "0.2"]),
+                                         ("evaluate", []), ("baseline", ["--method", "knn"])])
+def test_a_stage_run_by_hand_for_an_unknown_dataset_names_the_known_ones(repo, no_mlflow, monkeypatch, capsys, stage, args):
+    before = sorted(p.relative_to(repo) for p in repo.rglob("*"))
+    code, output = run_stage_script(stage, ["--dataset", "nope", *args], monkeypatch, capsys)
+    assert code == 2 and f"error in stage '{stage}': dataset 'nope' has no entry in params.yaml 'sources' (it has: diabetes)" in output, output
+    assert sorted(p.relative_to(repo) for p in repo.rglob("*")) == before  # nothing written
+
+
+def test_preprocess_without_the_fetched_table_names_the_fetch_stage(repo, no_mlflow, monkeypatch, capsys):
+    (repo / "data" / "raw" / "diabetes.parquet").unlink()
+    code, output = run_stage_script("preprocess", ["--dataset", "diabetes"], monkeypatch, capsys)
+    assert code == 2 and "diabetes.parquet does not exist: the fetch stage writes it (`dvc repro fetch@diabetes`" in output, output
