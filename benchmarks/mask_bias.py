@@ -7,7 +7,8 @@ Usage (repository root):
 
 For each dataset (default: fashion, then params.yaml's datasets; fashion needs its verified copy
 in data/snapshot/fashion.parquet) and stack size, the SeBA training step of `benchmarks/speed.py`
-(seed 0's split, a 1024-row batch, r = 0.3, the table's real width, feature view, encoder,
+(seed 0's split, a 1024-row batch, r = 0.3, the table's real width and its own pretrain values
+(`sources.<dataset>.pretrain` over the section), feature view, encoder,
 conditioned projector, InfoNCE, backward, Adam; on CUDA a replayed CUDA graph) is built with
 `mask_bias` false and true and timed in turn, twice each (median of `--repeats` steps each time,
 the better of the two kept). Prints ms per model-step of each and their ratio.
@@ -23,6 +24,19 @@ from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+
+def load_table(speed, params, name: str):
+    """The table and seed 0's split, or a one-line error naming what is missing."""
+    from seba.errors import DataError
+
+    source = params.sources.get(name)
+    if source is None or source.openml_id is None:
+        raise SystemExit(f"{name}: not a snapshot dataset of params.yaml's sources")
+    try:
+        return speed.load_table(name, params)
+    except DataError as exc:
+        raise SystemExit(f"{name}: {exc}") from None
 
 
 def main() -> None:
@@ -41,18 +55,22 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0)
     args = parser.parse_args()
     params = load_params(ROOT / "params.yaml")
+    stacks = [int(s) for s in args.stacks.split(",") if s.strip().isdigit() and int(s) > 0]
+    if len(stacks) != len(args.stacks.split(",")) or args.repeats < 1:
+        raise SystemExit(f"--stacks must list positive integers (got {args.stacks!r}) and --repeats be positive")
+    datasets = args.datasets or ["fashion", *params.datasets]
+    tables = {name: load_table(speed, params, name) for name in datasets}  # every table read (or refused) first
     configure_threads(args.threads)
     speed.DEVICE = torch.device(args.device)
     graph = args.device == "cuda"
     print(f"device {args.device}, precision {args.precision}, torch threads {torch.get_num_threads()}")
     print(f"{'dataset':<10} {'D':>4} {'stack':>5} {'concatenated ms':>16} {'mask_bias ms':>13} {'ratio':>6}")
-    for name in args.datasets or ["fashion", *params.datasets]:
-        table, split = speed.load_table(name, params)
-        for stack in (int(s) for s in args.stacks.split(",")):
+    for name, (table, split) in tables.items():
+        for stack in stacks:
             best = {}
             for _ in range(2):
                 for bias in (False, True):
-                    variant = SimpleNamespace(pretrain=dataclasses.replace(params.pretrain, mask_bias=bias))
+                    variant = SimpleNamespace(pretrain=dataclasses.replace(params.pretrain_for(name), mask_bias=bias))
                     step, _, width, _ = speed.training_step(table, split, variant, args.precision, graph=graph,
                                                             stack=stack)
                     seconds = speed.timed(step, repeats=args.repeats, warmup=3) / stack

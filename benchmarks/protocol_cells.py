@@ -41,7 +41,10 @@ LINE = re.compile(r"^\[(?:evaluate (?P<dataset>\S+)|baseline (?P<method>\S+) (?P
 def seed_means(logs: list[Path]) -> pd.DataFrame:
     found: dict[tuple, float] = {}
     for log in logs:
-        text = gzip.decompress(log.read_bytes()).decode() if log.suffix == ".gz" else log.read_text()
+        try:
+            text = gzip.decompress(log.read_bytes()).decode() if log.suffix == ".gz" else log.read_text()
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
+            raise SystemExit(f"{log}: cannot be read as a stage log ({type(exc).__name__}: {exc})") from None
         for line in text.splitlines():
             match = LINE.match(line)
             if not match:
@@ -91,10 +94,20 @@ def members(episodes: list[Path]) -> pd.DataFrame:
     """SeBA's ensemble and each ratio's encoder: mean of the seed means and its standard error."""
     rows = []
     for path in episodes:
-        frame = pd.read_csv(path)
+        try:
+            frame = pd.read_csv(path)
+        except (OSError, UnicodeDecodeError, EOFError, pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+            raise SystemExit(f"{path}: cannot be read as a CSV file ({type(exc).__name__}: {exc})") from None
         missing = {"seed", "shot", "member", "accuracy"} - set(frame.columns)
         if missing:
             raise SystemExit(f"{path}: not an episodes file of the evaluate stage (no column {', '.join(sorted(missing))})")
+        if frame.empty:
+            raise SystemExit(f"{path}: no episodes (a header only)")
+        accuracy = pd.to_numeric(frame["accuracy"], errors="coerce")
+        if accuracy.isna().any():
+            raise SystemExit(f"{path}: {int(accuracy.isna().sum())} accuracy value(s) are not numbers "
+                             f"(first in row {int(accuracy.isna().to_numpy().argmax()) + 2})")
+        frame = frame.assign(accuracy=accuracy)
         per_seed = frame.groupby(["member", "shot", "seed"])["accuracy"].mean()
         for (member, shot), group in per_seed.groupby(["member", "shot"]):
             n = len(group)
@@ -108,8 +121,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("logs", nargs="+", type=Path)
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--episodes", nargs="+", type=Path, default=[])
+    parser.add_argument("--episodes", nargs="+", type=Path, default=[], metavar="CSV",
+                        help="episodes files (after the logs, or the logs first: `--episodes A.csv -- LOG`)")
     args = parser.parse_args()
+    missing = [str(path) for path in [*args.logs, *args.episodes] if not path.is_file()]
+    if missing:
+        raise SystemExit(f"no such file: {', '.join(missing)}")
+    parts = members(args.episodes) if args.episodes else None  # every input read before anything is written
     means = seed_means(args.logs).sort_values(["method", "dataset", "seed", "shot"], ignore_index=True)
     table = cells(means)
     print(table.to_string(index=False))
@@ -117,8 +135,7 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         means.to_csv(args.out / "seed_means.csv", index=False)
         table.to_csv(args.out / "cells.csv", index=False)
-    if args.episodes:
-        parts = members(args.episodes)
+    if parts is not None:
         print(parts.to_string(index=False))
         if args.out:
             parts.to_csv(args.out / "members.csv", index=False)

@@ -30,21 +30,28 @@ def main() -> None:
 
     from seba.config import load_params
     from seba.data import _standardise_general, encode_table, load_snapshot, make_split, scale
+    from seba.errors import DataError
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="*")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    if args.seeds < 1 or args.repeats < 1:
+        raise SystemExit("--seeds and --repeats must be positive")
     params = load_params(ROOT / "params.yaml")
     datasets = args.datasets or ["fashion", *params.datasets]
-    print(f"{'dataset':<10} {'rows x cols':>13} {'general s/seed':>15} {'scale s/seed':>13} {'ratio':>6}  identical")
-    for name in datasets:
+    tables = {}
+    for name in datasets:  # every table read (or refused) before the first figure
         source = params.sources.get(name)
         if source is None or source.openml_id is None:
             raise SystemExit(f"{name}: not a snapshot dataset of params.yaml's sources")
-        frame, _ = load_snapshot(source.openml_id, ROOT / "data" / "snapshot")
-        table = encode_table(frame)
+        try:
+            tables[name] = encode_table(load_snapshot(source.openml_id, ROOT / "data" / "snapshot")[0])
+        except DataError as exc:
+            raise SystemExit(f"{name}: {exc}") from None
+    print(f"{'dataset':<10} {'rows x cols':>13} {'general s/seed':>15} {'scale s/seed':>13} {'ratio':>6}  identical")
+    for name, table in tables.items():
         splits = [make_split(table.y, seed, params.split.test_fraction, params.split.val_fraction).train
                   for seed in range(args.seeds)]
         best = {"general": float("inf"), "scale": float("inf")}

@@ -85,6 +85,33 @@ def test_protocol_cells_members_from_episodes(tmp_path):
     (tmp_path / "other.csv").write_text("seed,shot,accuracy\n0,1,50\n")
     with pytest.raises(SystemExit, match="no column member"):
         cells.members([tmp_path / "other.csv"])
+    for name, text, message in (("header.csv", "seed,shot,member,accuracy\n", "no episodes"),
+                                ("words.csv", "seed,shot,member,accuracy\n0,1,ensemble,high\n", "1 accuracy value"),
+                                ("broken.csv", 'a,"b\n', "cannot be read as a CSV file"),
+                                ("empty.csv", "", "cannot be read as a CSV file")):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(SystemExit, match=message):
+            cells.members([tmp_path / name])
+    (tmp_path / "junk.log.gz").write_bytes(b"not gzip")
+    with pytest.raises(SystemExit, match="junk.log.gz: cannot be read as a stage log"):
+        cells.seed_means([tmp_path / "junk.log.gz"])
+
+
+def test_protocol_cells_writes_nothing_when_an_input_is_bad(tmp_path, monkeypatch):
+    cells = load("protocol_cells")
+    (tmp_path / "a.log").write_text(LOG)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "members.csv").write_text("old\n")
+    (tmp_path / "bad.csv").write_text("seed,shot,member,accuracy\n")
+    monkeypatch.setattr("sys.argv", ["protocol_cells.py", str(tmp_path / "a.log"), "--out", str(out),
+                                     "--episodes", str(tmp_path / "bad.csv")])
+    with pytest.raises(SystemExit, match="no episodes"):
+        cells.main()
+    assert sorted(p.name for p in out.iterdir()) == ["members.csv"] and (out / "members.csv").read_text() == "old\n"
+    monkeypatch.setattr("sys.argv", ["protocol_cells.py", str(tmp_path / "missing.log")])
+    with pytest.raises(SystemExit, match="no such file: .*missing.log"):
+        cells.main()
 
 
 def test_stack_tail_counts_the_epochs_stopped_seeds_wait_in_a_stack():
