@@ -26,19 +26,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def load_table(speed, params, name: str):
-    """The table and seed 0's split, or a one-line error naming what is missing."""
-    from seba.errors import DataError
-
-    source = params.sources.get(name)
-    if source is None or source.openml_id is None:
-        raise SystemExit(f"{name}: not a snapshot dataset of params.yaml's sources")
-    try:
-        return speed.load_table(name, params)
-    except DataError as exc:
-        raise SystemExit(f"{name}: {exc}") from None
-
-
 def main() -> None:
     import torch
 
@@ -59,7 +46,7 @@ def main() -> None:
     if len(stacks) != len(args.stacks.split(",")) or args.repeats < 1:
         raise SystemExit(f"--stacks must list positive integers (got {args.stacks!r}) and --repeats be positive")
     datasets = args.datasets or ["fashion", *params.datasets]
-    tables = {name: load_table(speed, params, name) for name in datasets}  # every table read (or refused) first
+    tables = {name: speed.checked_table(name, params) for name in datasets}  # every table read (or refused) first
     configure_threads(args.threads)
     speed.DEVICE = torch.device(args.device)
     graph = args.device == "cuda"

@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT))
 def main() -> None:
     import numpy as np
 
+    import benchmarks.speed as speed
     from seba.config import load_params
-    from seba.data import _standardise_general, encode_table, load_snapshot, make_split, scale
-    from seba.errors import DataError
+    from seba.data import _standardise_general, make_split, scale
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="*")
@@ -41,15 +41,7 @@ def main() -> None:
         raise SystemExit("--seeds and --repeats must be positive")
     params = load_params(ROOT / "params.yaml")
     datasets = args.datasets or ["fashion", *params.datasets]
-    tables = {}
-    for name in datasets:  # every table read (or refused) before the first figure
-        source = params.sources.get(name)
-        if source is None or source.openml_id is None:
-            raise SystemExit(f"{name}: not a snapshot dataset of params.yaml's sources")
-        try:
-            tables[name] = encode_table(load_snapshot(source.openml_id, ROOT / "data" / "snapshot")[0])
-        except DataError as exc:
-            raise SystemExit(f"{name}: {exc}") from None
+    tables = {name: speed.checked_table(name, params)[0] for name in datasets}  # every table read (or refused) first
     print(f"{'dataset':<10} {'rows x cols':>13} {'general s/seed':>15} {'scale s/seed':>13} {'ratio':>6}  identical")
     for name, table in tables.items():
         splits = [make_split(table.y, seed, params.split.test_fraction, params.split.val_fraction).train

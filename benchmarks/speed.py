@@ -95,6 +95,20 @@ def load_table(name: str, params):
     return table, split
 
 
+def checked_table(name: str, params):
+    """``load_table``, or a one-line exit naming the dataset and what is missing (for a benchmark
+    that reads every table before its first figure)."""
+    from seba.errors import DataError
+
+    source = params.sources.get(name)
+    if source is None or source.openml_id is None:
+        raise SystemExit(f"{name}: not a snapshot dataset of params.yaml's sources")
+    try:
+        return load_table(name, params)
+    except DataError as exc:
+        raise SystemExit(f"{name}: {exc}") from None
+
+
 def training_step(table, split, params, precision: str, graph: bool = False, stack: int = 1):
     """A closure running one SeBA training step (r = 0.3) on the first 1024 train rows of one
     seed's split, with the pipeline's models and Adam, on DEVICE (masks drawn ahead and kept
