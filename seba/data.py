@@ -830,9 +830,9 @@ def _standardise_general(X: np.ndarray, table: EncodedTable, train_idx: np.ndarr
 def _standardise_finite(X: np.ndarray, numeric: np.ndarray, train_idx: np.ndarray) -> bool:
     """``scale``'s arithmetic, in place and without its NaN handling, for numeric columns that
     hold no missing or infinite value (every benchmark table; on Fashion-MNIST's 70,000 x 784 it
-    is 7.6 times as fast, benchmarks/scale_speed.py): the same float32 sums in the same order as ``np.nanmean`` / ``np.nanstd``, so the
-    same bits. False (``X`` untouched) where the general path is needed: a non-finite value, or
-    statistics that overflow float32."""
+    is 7.6 times as fast, benchmarks/scale_speed.py): the same float32 sums in the same order as
+    ``np.nanmean`` / ``np.nanstd``, so the same bits. False (``X`` untouched) where the general
+    path is needed: a non-finite value, or statistics that overflow float32."""
     every = bool(numeric.all())
     cols = None if every else np.nonzero(numeric)[0]
     block = X if every else X[:, cols]
