@@ -513,13 +513,14 @@ DVC_EXPANDS = {("pretrain", "ratios"): "one pretrain stage per ratio; the paper'
                ("baselines", "methods"): "one baseline stage per method; [] runs none"}
 
 
-def known_dataset(params: "Params", name: str) -> str:
-    """``name`` if params.yaml's ``sources`` has it (a stage's ``--dataset``), else a ConfigError
-    naming the ones it has."""
+def params_for_dataset(name: str, path: str | Path = "params.yaml") -> "Params":
+    """params.yaml, checked, for a stage of dataset ``name`` (its ``--dataset``): a ConfigError
+    naming the datasets ``sources`` has where it lacks ``name``."""
+    params = load_params(path)
     if name not in params.sources:
         raise ConfigError(f"dataset '{name}' has no entry in params.yaml 'sources' (it has: "
                           f"{', '.join(params.sources)})")
-    return name
+    return params
 
 
 def load_params(path: str | Path = "params.yaml") -> Params:

@@ -885,6 +885,15 @@ def _standardise_wide(column: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
     return ((values - mean) / std).astype(np.float32)
 
 
+def read_raw_table(root: Path, name: str) -> pd.DataFrame:
+    """The fetch stage's table of dataset ``name`` (``data/raw/<name>.parquet``)."""
+    path = paths.raw_table(root, name)
+    if not path.is_file():
+        raise DataError(f"{path} does not exist: the fetch stage writes it (`dvc repro fetch@{name}`, "
+                        f"with {name} in params.yaml's `datasets`)")
+    return pd.read_parquet(path)
+
+
 def log_schema(name: str, table: EncodedTable, report: dict, report_path: Path) -> None:
     """The preprocess stage's lines: the encoded table's shape, the schema summary, its warnings."""
     log(f"[preprocess {name}] {table.X.shape[0]} rows, {len(table.columns)} columns -> "

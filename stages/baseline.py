@@ -9,7 +9,7 @@ from seba.cli import parse_args, run_stage  # first: hands the stage to a warm w
 
 from seba import paths
 from seba.baselines.base import evaluate_baseline, load_method, method_config, stage_inputs, tracked_params
-from seba.config import known_dataset, load_params
+from seba.config import params_for_dataset
 from seba.evaluate import summarise
 from seba.executor import executor_for, stage_device
 from seba.runtime import atomic_path, configure_threads, repo_root
@@ -18,8 +18,7 @@ from seba.tracking import Tracker
 
 def main() -> None:
     args = parse_args(__doc__, method=str, dataset=str)
-    params, root = load_params(), repo_root()
-    known_dataset(params, args.dataset)
+    params, root = params_for_dataset(args.dataset), repo_root()
     method, cfg = load_method(args.method), method_config(params.baselines, args.method)  # both checked first
     executor = executor_for(params.executor, params.pretrain.device)  # ray: connected (or a ConfigError) first
     device = stage_device(params.pretrain.device, executor)  # ray: the tasks pick theirs

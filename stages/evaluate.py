@@ -10,7 +10,7 @@ from seba.cli import parse_args, run_stage  # first: hands the stage to a warm w
 import dataclasses
 
 from seba import paths
-from seba.config import known_dataset, load_params
+from seba.config import params_for_dataset
 from seba.data import EncodedTable
 from seba.evaluate_stage import evaluate_all, record_seed, write_results
 from seba.executor import executor_for, stage_device
@@ -20,8 +20,7 @@ from seba.tracking import Tracker
 
 def main() -> None:
     args = parse_args(__doc__, dataset=str)
-    params, root = load_params(), repo_root()
-    known_dataset(params, args.dataset)
+    params, root = params_for_dataset(args.dataset), repo_root()
     executor = executor_for(params.executor, params.pretrain.device)  # ray: connected (or a ConfigError) first
     device = stage_device(params.pretrain.device, executor)  # ray: the tasks pick theirs
     configure_threads(params.pretrain.threads)

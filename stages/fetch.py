@@ -10,7 +10,7 @@ from seba.cli import parse_args, run_stage  # first: hands the stage to a warm w
 import time
 
 from seba import paths
-from seba.config import known_dataset, load_params
+from seba.config import params_for_dataset
 from seba.data import fetch_table
 from seba.runtime import atomic_path, log, repo_root, write_json
 from seba.tracking import Tracker
@@ -18,8 +18,7 @@ from seba.tracking import Tracker
 
 def main() -> None:
     args = parse_args(__doc__, dataset=str)
-    params = load_params()
-    known_dataset(params, args.dataset)
+    params = params_for_dataset(args.dataset)
     source, root, start = params.sources[args.dataset], repo_root(), time.perf_counter()
     frame, info = fetch_table(args.dataset, source.openml_id, params.fetch.source, root, params.fetch.retries,
                               local=source if source.is_local else None)

@@ -8,25 +8,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 
 from seba.cli import parse_args, run_stage  # first: hands the stage to a warm worker (seba/worker.py)
 
-import pandas as pd
 
 from seba import paths
-from seba.config import known_dataset, load_params
-from seba.data import encode_table, log_schema, schema_metrics, schema_report
-from seba.errors import DataError
+from seba.config import params_for_dataset
+from seba.data import encode_table, log_schema, read_raw_table, schema_metrics, schema_report
 from seba.runtime import repo_root, write_json
 from seba.tracking import Tracker
 
 
 def main() -> None:
     args = parse_args(__doc__, dataset=str)
-    known_dataset(load_params(), args.dataset)  # the whole file validated before any work
+    params_for_dataset(args.dataset)  # the whole file validated before any work
     root = repo_root()
-    raw = paths.raw_table(root, args.dataset)
-    if not raw.is_file():
-        raise DataError(f"{raw} does not exist: the fetch stage writes it (`dvc repro fetch@{args.dataset}`, "
-                        f"with {args.dataset} in params.yaml's `datasets`)")
-    frame = pd.read_parquet(raw)
+    frame = read_raw_table(root, args.dataset)
     notes: dict = {}
     table = encode_table(frame, notes)
     table.save(paths.processed(root, args.dataset))

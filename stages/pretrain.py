@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 from seba.cli import parse_args, run_stage  # first: hands the stage to a warm worker (seba/worker.py)
 
 from seba import paths
-from seba.config import known_dataset, load_params
+from seba.config import params_for_dataset
 from seba.pretrain_stage import finish, prepare, train
 from seba.runtime import repo_root, write_json
 from seba.tracking import Tracker
@@ -16,8 +16,7 @@ from seba.tracking import Tracker
 
 def main() -> None:
     args = parse_args(__doc__, dataset=str, ratio=paths.parse_ratio)
-    params = load_params()
-    known_dataset(params, args.dataset)
+    params = params_for_dataset(args.dataset)
     if not isinstance(args.ratio, str) and not 0 < args.ratio < 1:
         raise SystemExit(f"error: --ratio must lie in (0, 1) or be 'random', got {args.ratio}")
     name = paths.ratio_tag(args.ratio)[1:]

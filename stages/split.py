@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 
 from seba import paths
-from seba.config import known_dataset, load_params
+from seba.config import params_for_dataset
 from seba.data import EncodedTable, check_shots, make_split, save_splits
 from seba.runtime import log, repo_root
 from seba.tracking import Tracker
@@ -20,8 +20,7 @@ from seba.tracking import Tracker
 
 def main() -> None:
     args = parse_args(__doc__, dataset=str)
-    params = load_params()
-    known_dataset(params, args.dataset)
+    params = params_for_dataset(args.dataset)
     root = repo_root()
     table = EncodedTable.load(paths.processed(root, args.dataset))
     splits = [make_split(table.y, seed, params.split.test_fraction, params.split.val_fraction,
