@@ -513,16 +513,6 @@ DVC_EXPANDS = {("pretrain", "ratios"): "one pretrain stage per ratio; the paper'
                ("baselines", "methods"): "one baseline stage per method; [] runs none"}
 
 
-def params_for_dataset(name: str, path: str | Path = "params.yaml") -> "Params":
-    """params.yaml, checked, for a stage of dataset ``name`` (its ``--dataset``): a ConfigError
-    naming the datasets ``sources`` has where it lacks ``name``."""
-    params = load_params(path)
-    if name not in params.sources:
-        raise ConfigError(f"dataset '{name}' has no entry in params.yaml 'sources' (it has: "
-                          f"{', '.join(params.sources)})")
-    return params
-
-
 def load_params(path: str | Path = "params.yaml") -> Params:
     raw = read_params_file(path)
     if isinstance(raw, dict):
@@ -535,4 +525,14 @@ def load_params(path: str | Path = "params.yaml") -> Params:
         if method not in raw["baselines"]:
             raise ConfigError(f"params.yaml: 'baselines.{method}' is missing; a listed method's stages read its "
                               f"section (DVC refuses the run without it): add `{method}: {{}}` for its defaults")
+    return params
+
+
+def params_for_dataset(name: str, path: str | Path = "params.yaml") -> Params:
+    """params.yaml, checked, for a stage of dataset ``name`` (its ``--dataset``): a ConfigError
+    naming the datasets ``sources`` has where it lacks ``name``."""
+    params = load_params(path)
+    if name not in params.sources:
+        raise ConfigError(f"dataset '{name}' has no entry in params.yaml 'sources' (it has: "
+                          f"{', '.join(params.sources)})")
     return params
