@@ -369,6 +369,7 @@ def _pretrain_overrides(key: str, raw: Any) -> dict[str, Any]:
     if "ratios" in raw:
         raise ConfigError(f"params.yaml: '{key}.ratios' is not allowed: the ratios are shared by all "
                           f"datasets (set 'pretrain.ratios')")
+    unknown_key(key, raw, [f.name for f in dataclasses.fields(PretrainConfig) if f.name != "ratios"])
     # each key alone (its type and range); how the values go together is checked on the section
     # they join (Params.pretrain_for), not on the defaults
     return {name: getattr(check(PretrainConfig, {name: value}, key), name) for name, value in raw.items()}

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from seba.config import PretrainConfig
+from seba.data import EncodedTable, scale
 from seba.errors import ConfigError, TrainingDiverged
 from seba.paths import RANDOM_RATIO
 from seba.ft_transformer import FTTransformer, StackedFTTransformer, ffn_hidden
@@ -71,12 +72,61 @@ class PretrainResult:
 
 
 @dataclass
+class ScaledSplit:
+    """One seed's rows as its split and the table give them, scaled when asked:
+    ``scale(table, train, normalise)`` (seba.data) at its rows. The validation rows of the last
+    ``rows()`` are kept until ``release()`` for the stage's health check."""
+    table: EncodedTable
+    train: np.ndarray  # row indices into table.X
+    val: np.ndarray
+    normalise: bool = True
+    kept_val: np.ndarray | None = field(default=None, repr=False)
+
+    def rows(self) -> tuple[np.ndarray, np.ndarray]:
+        X = scale(self.table, self.train, self.normalise)
+        self.kept_val = X[self.val]
+        return X[self.train], self.kept_val
+
+    def val_rows(self) -> np.ndarray:
+        if self.kept_val is not None:
+            return self.kept_val
+        return scale(self.table, self.train, self.normalise)[self.val]
+
+
+@dataclass
 class SeedData:
-    """One seed of a stack: its scaled training and validation rows."""
-    x_train: np.ndarray
-    x_val: np.ndarray
+    """One seed of a stack: its scaled training and validation rows, as arrays, or as the
+    ``ScaledSplit`` (``source``; ``x_train`` and ``x_val`` None) that scales them when the
+    stack starts. A stage gives sources: it then holds the rows of the stack in training, not
+    every seed's (100 Fashion-MNIST seeds' rows are about 18 GB)."""
+    x_train: np.ndarray | None
+    x_val: np.ndarray | None
     seed: int
     label: str = ""
+    source: ScaledSplit | None = None
+
+    def rows(self) -> tuple[np.ndarray, np.ndarray]:
+        return (self.x_train, self.x_val) if self.source is None else self.source.rows()
+
+    def val_rows(self) -> np.ndarray:
+        return self.x_val if self.source is None else self.source.val_rows()
+
+    def release(self) -> None:
+        """Drop the validation rows a source keeps (the seed is done)."""
+        if self.source is not None:
+            self.source.kept_val = None
+
+    @property
+    def n_train(self) -> int:
+        return len(self.x_train) if self.source is None else len(self.source.train)
+
+    @property
+    def n_val(self) -> int:
+        return len(self.x_val) if self.source is None else len(self.source.val)
+
+    @property
+    def n_features(self) -> int:
+        return self.x_train.shape[1] if self.source is None else self.source.table.X.shape[1]
 
 
 def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -285,9 +335,9 @@ def pretrain_stack(
     eagerly."""
     if not members:
         return []
-    shapes = {(m.x_train.shape, m.x_val.shape) for m in members}
+    shapes = {(m.n_train, m.n_val, m.n_features) for m in members}
     if len(shapes) > 1:
-        raise ValueError(f"pretrain_stack: the seeds' training / validation shapes differ: {sorted(shapes)}")
+        raise ValueError(f"pretrain_stack: the seeds' (training rows, validation rows, columns) differ: {sorted(shapes)}")
     if cfg.encoder == "ft_transformer" and len(members) > 1:  # stacks of one, in turn
         return [result for m in members
                 for result in pretrain_stack([m], groups, ratio, cfg, device, label, cuda_graphs)]
@@ -302,19 +352,22 @@ def pretrain_stack(
             f"({str(error).splitlines()[0][:160]}); set pretrain.stack_size below {len(members)}") from None
 
 
-def stacked_rows(arrays: list[np.ndarray], device: torch.device) -> torch.Tensor:
-    """The seeds' rows as one float32 ``[seeds, rows, columns]`` tensor on ``device``, filled seed
-    by seed: no host copy of the whole stack on the way to a GPU (a stack of 100 Fashion-MNIST
-    seeds is 16.5 GB)."""
-    out = torch.empty((len(arrays), *arrays[0].shape), dtype=torch.float32, device=device)
-    for i, rows in enumerate(arrays):
-        out[i].copy_(torch.from_numpy(np.require(rows, np.float32, ["C", "W"])))
-    return out
+def stacked_rows(members: list[SeedData], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The seeds' training and validation rows as float32 ``[seeds, rows, columns]`` tensors on
+    ``device``, filled seed by seed (a seed given as a source is scaled then): no host copy of
+    the whole stack on the way to a GPU (a stack of 100 Fashion-MNIST seeds is 16.5 GB)."""
+    first = members[0]
+    out = [torch.empty((len(members), n, first.n_features), dtype=torch.float32, device=device)
+           for n in (first.n_train, first.n_val)]
+    for i, member in enumerate(members):
+        for tensor, rows in zip(out, member.rows()):
+            tensor[i].copy_(torch.from_numpy(np.require(rows, np.float32, ["C", "W"])))
+    return out[0], out[1]
 
 
 def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float | str, cfg: PretrainConfig,
                  device: torch.device, label: str, cuda_graphs: bool) -> list[PretrainResult]:
-    n_rows, n_val = len(members[0].x_train), len(members[0].x_val)
+    n_rows, n_val = members[0].n_train, members[0].n_val
     groups_t = torch.as_tensor(groups, dtype=torch.long)
     n_groups = int(groups.max()) + 1
     # masked original columns per view; 0 for the 'random' ratio, whose views draw their own
@@ -323,7 +376,7 @@ def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float | str
     val_rows = [(int(b[0]), int(b[0]) + len(b)) for b in val_batches]
     draws = cfg.validation_draws
     seeds = [_Member(m, ratio, cfg, k, n_groups, groups_t, val_batches) for m in members]
-    models = [build_models(members[0].x_train.shape[1], cfg, s.run_seed) for s in seeds]
+    models = [build_models(members[0].n_features, cfg, s.run_seed) for s in seeds]
     encoder = stack_encoders([e for e, _ in models]).to(device)
     projector = StackedProjector([p for _, p in models], cfg.mask_bias).to(device)
     del models
@@ -331,8 +384,7 @@ def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float | str
 
     # The stack's tensors; ``active`` lists the seeds (indices into ``seeds``) still in it.
     active = list(range(len(seeds)))
-    X = stacked_rows([m.x_train for m in members], device)
-    V = stacked_rows([m.x_val for m in members], device)
+    X, V = stacked_rows(members, device)
     if val_batches:  # to the device in one copy each
         val_masks = torch.stack([torch.stack(s.val_masks) for s in seeds]).to(device)  # [S, views, D]
         val_perms = torch.stack([torch.cat(s.val_perms) for s in seeds]).to(device)  # [S, views' rows]
@@ -559,10 +611,11 @@ def train_chunk(members: list[SeedData], groups: np.ndarray, ratio: float | str,
     results are those of the same seeds trained here, for the same torch thread count."""
     device = select_device(cfg.device)
     # arrays from Ray's object store are read-only: torch would warn on each
-    members = [dataclasses.replace(m, x_train=np.array(m.x_train), x_val=np.array(m.x_val)) for m in members]
+    members = [m if m.source is not None else dataclasses.replace(m, x_train=np.array(m.x_train), x_val=np.array(m.x_val))
+               for m in members]  # (a source's scaled rows are new arrays)
     groups = np.array(groups)
-    stacks = plan_stacks(len(members), 1, member_bytes(len(members[0].x_train), len(members[0].x_val),
-                                                        members[0].x_train.shape[1], cfg), cfg, device, where=label)
+    stacks = plan_stacks(len(members), 1, member_bytes(members[0].n_train, members[0].n_val, members[0].n_features, cfg),
+                         cfg, device, where=label)
     return [result for stack in stacks
             for result in pretrain_stack([members[i] for i in stack], groups, ratio, cfg, device, label)]
 

@@ -24,11 +24,11 @@ from pathlib import Path
 from seba import paths
 from seba.paths import ratio_tag
 from seba.config import Params
-from seba.data import EncodedTable, check_shots, load_split, scale
+from seba.data import EncodedTable, check_shots, load_split
 from seba.health import check_training
 from seba.objective import masked_group_count
 from seba.executor import RayExecutor, chunks, executor_for, placement_tags, stage_device
-from seba.pretrain import (PretrainResult, SeedData, encode, encoder_config, member_bytes, plan_stacks, plan_workers,
+from seba.pretrain import (PretrainResult, ScaledSplit, SeedData, encode, encoder_config, member_bytes, plan_stacks, plan_workers,
                            pretrain_many, train_chunk)
 from seba.runtime import configure_threads, format_seconds, log, resolve_precision, save_checkpoint
 
@@ -56,8 +56,8 @@ class PretrainRun:
 
 
 def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> PretrainRun:
-    """Every seed's scaled train / validation rows (each seed's split must exist and serve the
-    shots: fail before any training), and the plan; logs it."""
+    """Every seed's split (it must exist and serve the shots: fail before any training), whose
+    rows are scaled when the seed's stack starts, and the plan; logs it."""
     cfg = params.pretrain_for(dataset)  # the `pretrain` section with this dataset's own values over it
     executor = executor_for(params.executor, cfg.device)  # (ray: connected, or a ConfigError, before any work)
     device = stage_device(cfg.device, executor)  # (with Ray it only checks each returned encoder)
@@ -68,9 +68,8 @@ def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> Pre
         split = load_split(paths.splits(root, dataset), seed)
         rows.append((split.train, split.val))
         check_shots(table.y[split.test], table.classes, params.evaluate.shots, dataset, seed)
-        X = scale(table, split.train, cfg.normalise)
         label = f"[pretrain {dataset} r={ratio_tag(ratio)[1:]} seed {seed} ({i}/{len(params.seeds)})]"
-        seeds.append(SeedData(X[split.train], X[split.val], seed, label))
+        seeds.append(SeedData(None, None, seed, label, ScaledSplit(table, split.train, split.val, cfg.normalise)))
     stage = f"[pretrain {dataset} r={ratio_tag(ratio)[1:]}]"
     capped = masked_group_count(table.n_groups, 0.0, cfg.min_masked_columns)  # the floor as the masks take it
     if capped < cfg.min_masked_columns:
@@ -93,8 +92,7 @@ def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> Pre
     stacks = []
     if todo and executor is None:
         workers = min(workers, len(todo))
-        stacks = plan_stacks(len(todo), workers, member_bytes(len(seeds[0].x_train), len(seeds[0].x_val),
-                                                              table.X.shape[1], cfg), cfg, device, where=stage)
+        stacks = plan_stacks(len(todo), workers, member_bytes(seeds[0].n_train, seeds[0].n_val, table.X.shape[1], cfg), cfg, device, where=stage)
     elif todo:  # one chunk of seeds per task; each task stacks its chunk to fit its node (seba.pretrain.train_chunk)
         stacks = chunks(list(range(len(todo))), tasks)
     stacks = [[todo[i] for i in stack] for stack in stacks]
@@ -104,8 +102,8 @@ def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> Pre
                "dataset_overrides": dict(params.sources[dataset].pretrain),
                "workers": workers, "threads_per_worker": worker_threads,
                "stack_sizes": [len(stack) for stack in stacks], "executor": params.executor.kind}
-    log(f"{stage} {len(seeds)} seed{'s' if len(seeds) > 1 else ''}: {len(seeds[0].x_train)} train / "
-        f"{len(seeds[0].x_val)} val rows, {table.X.shape[1]} columns, {table.n_groups} groups, on {device} "
+    log(f"{stage} {len(seeds)} seed{'s' if len(seeds) > 1 else ''}: {seeds[0].n_train} train / "
+        f"{seeds[0].n_val} val rows, {table.X.shape[1]} columns, {table.n_groups} groups, on {device} "
         f"({precision}); " + (f"stacks of {', '.join(str(len(s)) for s in stacks)} seeds" if stacks else "nothing to train")
         + (f", {workers} at a time ({worker_threads} torch thread{'s' if worker_threads > 1 else ''} each)"
            if workers > 1 and executor is None else "")
@@ -160,12 +158,14 @@ def resume_keys(table: EncodedTable, rows: list, seeds: list[int], ratio, cfg, d
                                         "precision": precision, "threads": threads, "torch": torch.__version__,
                                         "code": code_digest()}, sort_keys=True, default=str).encode())
     for array in (table.X, table.groups, table.numeric):
-        common.update(str((array.shape, array.dtype)).encode() + np.ascontiguousarray(array).tobytes())
+        common.update(str((array.shape, array.dtype)).encode())
+        common.update(np.ascontiguousarray(array))  # the bytes, without a copy (the table may be GBs)
     keys = []
     for seed, (train, val) in zip(seeds, rows):
         digest = common.copy()
         for array in (train, val):
-            digest.update(str((array.shape, array.dtype)).encode() + np.ascontiguousarray(array).tobytes())
+            digest.update(str((array.shape, array.dtype)).encode())
+            digest.update(np.ascontiguousarray(array))
         digest.update(str(seed).encode())
         keys.append(digest.hexdigest()[:32])
     return keys
@@ -264,8 +264,9 @@ def record(run: PretrainRun, data: SeedData, result: PretrainResult, tracker, pl
     interrupted run of the stage."""
     seed, label, cfg, device = data.seed, data.label, run.cfg, run.device
     child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed, **placement_tags(placement)})
-    warning = check_training(result.val_loss, encode(result.encoder_state, run.model_config, data.x_val, device),
+    warning = check_training(result.val_loss, encode(result.encoder_state, run.model_config, data.val_rows(), device),
                              label, cfg.lr)  # a collapsed or diverged encoder is an error (seba.health)
+    data.release()
     if warning:
         log(warning)
     save_checkpoint({"encoder": result.encoder_state, "model_config": run.model_config,

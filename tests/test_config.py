@@ -47,7 +47,8 @@ def test_default_params_are_the_papers(root):
     (lambda r: r["sources"]["cmc"].update(pretrain={"patience": 0}), "'sources.cmc.pretrain.patience' must be > 0"),
     (lambda r: r["sources"]["cmc"].update(pretrain={"min_delta": 1.5}), "'sources.cmc.pretrain.min_delta' must lie in"),
     (lambda r: r["sources"]["cmc"].update(pretrain={"patiense": 5}),
-     "unknown key 'sources.cmc.pretrain.patiense' \\(did you mean 'patience'\\?\\)"),
+     "unknown key 'sources.cmc.pretrain.patiense' \\(did you mean 'patience'\\?\\); allowed here: "
+     "random_ratio_range, min_masked_columns, fill"),  # not `ratios`, which a dataset cannot set
     (lambda r: r["sources"]["cmc"].update(pretrain={"ratios": [0.1]}), "'sources.cmc.pretrain.ratios' is not allowed"),
     (lambda r: r["sources"]["cmc"].update(pretrain="fp32"), "'sources.cmc.pretrain' must be a mapping"),
     # the ablation switches

@@ -164,4 +164,7 @@ def test_stacked_rows_reach_the_gpu_seed_by_seed_unchanged(karhunen):
 
     _, _, split, X = karhunen
     parts = [X[split.train], X[split.train][::-1].copy(), X[split.train] * 2]
-    assert torch.equal(stacked_rows(parts, CUDA).cpu(), torch.as_tensor(np.stack(parts)))
+    members = [SeedData(part, part[:50] + 1, seed) for seed, part in enumerate(parts)]
+    rows, val = stacked_rows(members, CUDA)
+    assert torch.equal(rows.cpu(), torch.as_tensor(np.stack(parts)))
+    assert torch.equal(val.cpu(), torch.as_tensor(np.stack([part[:50] + 1 for part in parts])))

@@ -71,7 +71,7 @@ def test_a_stack_stops_at_the_step_cap_like_a_seed_alone():
 def test_seeds_with_different_row_counts_cannot_share_a_stack():
     members, groups = seed_tables(n_seeds=2)
     members[1] = dataclasses.replace(members[1], x_train=members[1].x_train[:-1])
-    with pytest.raises(ValueError, match="shapes differ"):
+    with pytest.raises(ValueError, match=r"\(training rows, validation rows, columns\) differ"):
         pretrain_stack(members, groups, 0.3, small_cfg(), CPU)
 
 
@@ -186,9 +186,10 @@ def test_stacked_rows_are_the_seeds_rows_in_float32_whatever_they_came_as():
     as_double = rows[1].astype(np.float64)
     read_only = rows[2].copy()
     read_only.flags.writeable = False
-    stacked = stacked_rows([rows[0], as_double, read_only], torch.device("cpu"))
-    assert stacked.dtype == torch.float32 and stacked.shape == (3, 7, 4)
-    assert torch.equal(stacked, torch.as_tensor(np.stack(rows)))
+    members = [SeedData(x, x[:2], seed) for seed, x in enumerate([rows[0], as_double, read_only])]
+    stacked, val = stacked_rows(members, torch.device("cpu"))
+    assert stacked.dtype == val.dtype == torch.float32 and stacked.shape == (3, 7, 4) and val.shape == (3, 2, 4)
+    assert torch.equal(stacked, torch.as_tensor(np.stack(rows))) and torch.equal(val, stacked[:, :2])
     assert read_only.flags.writeable is False  # the caller's array is left as it was
 
 
@@ -230,3 +231,30 @@ def test_mask_bias_reaches_the_trained_stack_and_changes_rounding_only(monkeypat
     for a, b in zip(plain, biased):
         assert a.stop_epoch == b.stop_epoch
         np.testing.assert_allclose(b.val_loss, a.val_loss, rtol=1e-4)
+
+
+def test_seeds_given_as_their_splits_train_as_their_scaled_rows():
+    """A stage gives each seed as its split of the table (seba.pretrain.ScaledSplit), scaled
+    when its stack starts: the same encoders, bit for bit, as the scaled rows given as arrays;
+    the validation rows stay for the stage's health check until released."""
+    from seba.data import EncodedTable, scale
+    from seba.pretrain import ScaledSplit
+
+    members, groups = seed_tables(n_seeds=1)
+    X = np.concatenate([members[0].x_train, members[0].x_val]) * 3 + 1
+    X[::7, 2] = np.nan  # a missing value, filled by scaling
+    table = EncodedTable(X=X, y=np.zeros(len(X), dtype=np.int64), groups=groups, numeric=np.arange(13) < 10,
+                         columns=np.array([f"c{g}" for g in range(11)]), encoded_names=np.array([f"e{j}" for j in range(13)]),
+                         classes=np.array(["a"]))
+    splits = [np.random.default_rng(seed).permutation(len(X)) for seed in range(2)]
+    given = [SeedData(None, None, 20 + i, source=ScaledSplit(table, order[:300], order[300:])) for i, order in enumerate(splits)]
+    arrays = [SeedData(scale(table, order[:300])[order[:300]], scale(table, order[:300])[order[300:]], 20 + i)
+              for i, order in enumerate(splits)]
+    assert [(m.n_train, m.n_val, m.n_features) for m in given] == [(300, 60, 13)] * 2
+    cfg = small_cfg(max_epochs=6)
+    for a, b in zip(pretrain_stack(given, groups, 0.3, cfg, CPU), pretrain_stack(arrays, groups, 0.3, cfg, CPU)):
+        assert a.val_loss == b.val_loss and all(torch.equal(a.encoder_state[k], b.encoder_state[k]) for k in a.encoder_state)
+    for m, a in zip(given, arrays):
+        assert m.source.kept_val is not None and np.array_equal(m.val_rows(), a.x_val)
+        m.release()
+        assert m.source.kept_val is None and np.array_equal(m.val_rows(), a.x_val)  # scaled again
