@@ -107,10 +107,16 @@ def test_plan_workers_shares_the_thread_budget_among_seeds():
 
 
 def test_stacks_trained_in_parallel_processes_equal_the_same_stacks_in_turn():
-    from seba.pretrain import SeedData, pretrain_many
+    from seba.data import EncodedTable
+    from seba.pretrain import ScaledSplit, SeedData, pretrain_many
 
     X, groups = toy_table()
-    members = [SeedData(X[:250], X[250:], seed) for seed in (1, 2, 3)]
+    members = [SeedData(X[:250], X[250:], seed) for seed in (1, 2)]
+    table = EncodedTable(X=X, y=np.zeros(len(X), dtype=np.int64), groups=groups, numeric=np.ones(X.shape[1], bool),
+                         columns=np.array([f"c{g}" for g in range(groups.max() + 1)]),
+                         encoded_names=np.array([f"e{j}" for j in range(X.shape[1])]), classes=np.array(["a"]))
+    rows = np.arange(len(X))  # a seed given as its split: scaled in the worker process
+    members.append(SeedData(None, None, 3, source=ScaledSplit(table, rows[:250], rows[250:])))
     stacks = [{"members": members[:2], "groups": groups, "ratio": 0.3, "cfg": small_cfg(max_epochs=4),
                "device": torch.device("cpu")},
               {"members": members[2:], "groups": groups, "ratio": 0.3, "cfg": small_cfg(max_epochs=4),
