@@ -297,7 +297,15 @@ def flush(root: Path | None = None) -> dict[str, str]:
     return ids
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """``seba-track``: push the stage records waiting in data/tracking/ into the MLflow store (what
+    the ``track`` stage does); takes no options but ``--help``."""
+    import argparse
+
+    argparse.ArgumentParser(prog="seba-track", description=(
+        "Push the stage records waiting in data/tracking/ into the MLflow store (MLFLOW_TRACKING_URI, "
+        "default sqlite:///mlflow.db), as the pipeline's last stage, `track`, does. A record that "
+        "cannot be pushed stays for the next run.")).parse_args(argv)
     flush()
 
 

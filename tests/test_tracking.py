@@ -154,3 +154,17 @@ def test_stage_times_reads_the_records_where_mlflow_is_not(tmp_path, monkeypatch
     assert (tmp_path / "times.csv").read_text().splitlines() == [
         "stage,method,dataset,ratio,seconds", "pretrain,,toy,0.1,2.5", "baseline,knn,toy,,1.5"]
     assert out.splitlines()[-1].split() == ["==", "total", "(stage", "bodies)", "4.0", "s"]
+
+
+def test_seba_track_answers_help_and_refuses_unknown_options_without_pushing(monkeypatch, capsys):
+    import seba.tracking as tracking
+
+    pushed = []
+    monkeypatch.setattr(tracking, "flush", lambda: pushed.append(1))
+    for argv, code in ((["--help"], 0), (["--bogus"], 2)):
+        with pytest.raises(SystemExit) as exc:
+            tracking.main(argv)
+        assert exc.value.code == code
+    assert "data/tracking/" in capsys.readouterr().out and not pushed
+    tracking.main([])
+    assert pushed == [1]
