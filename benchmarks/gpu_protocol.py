@@ -60,8 +60,12 @@ DONE = ROOT / ".dvc" / "tmp" / "gpu-protocol"  # a record per finished pretrain 
 
 def edit_params(text: str, settings: list[str]) -> str:
     """params.yaml's text with each KEY=VALUE applied (the comments are lost; the file is put back
-    after the run)."""
-    params = yaml.safe_load(text)
+    after the run); YAML read as DVC reads it (seba.config.ParamsLoader)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from seba.config import ParamsLoader
+
+    params = yaml.load(text, Loader=ParamsLoader)
     for item in settings:
         key, sep, value = item.partition("=")
         if not sep:
@@ -72,7 +76,7 @@ def edit_params(text: str, settings: list[str]) -> str:
                 raise SystemExit(f"--set seeds={value}: the last seed is below the first")
             value = list(range(first, last + 1))
         else:
-            value = yaml.safe_load(value)
+            value = yaml.load(value, Loader=ParamsLoader)
         if key == "seeds" and isinstance(value, int):
             value = list(range(value))
         node = params

@@ -37,7 +37,7 @@ import pandas as pd
 import yaml
 
 from seba import paths
-from seba.config import parse_params, read_params_file
+from seba.config import ParamsLoader, parse_params, read_params_file
 from seba.errors import ConfigError
 from seba.runtime import atomic_path, repo_root, write_text
 
@@ -229,7 +229,7 @@ def parse_set(items: Iterable[str]) -> dict[str, Any]:
             raise SystemExit(f"error: --set {key}: an ablation switch is set by the variant table, not for all")
         if key in ("seeds", "datasets"):
             raise SystemExit(f"error: --set {key}: use --{key}")
-        out[key] = yaml.safe_load(text)
+        out[key] = yaml.load(text, Loader=ParamsLoader)  # as DVC reads the value it is given
     return out
 
 

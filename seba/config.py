@@ -478,7 +478,10 @@ def parse_params(raw: Any) -> Params:
 class ParamsLoader(yaml.SafeLoader):
     """YAML as DVC reads params.yaml (ruamel, YAML 1.2), where PyYAML (YAML 1.1) differs: a key
     given twice in one mapping is an error (PyYAML keeps the last, silently dropping the first
-    section), and ``1e-4`` is a number (to PyYAML, a string)."""
+    section), and plain scalars resolve as YAML 1.2 resolves them: ``010`` is 10 (to PyYAML, 8),
+    ``0o10`` is 8, ``yes`` / ``no`` / ``on`` / ``off`` are text (to PyYAML, booleans), ``1:30`` is
+    text (to PyYAML, 90), ``1e-4`` and ``-.5`` are numbers (to PyYAML, text)
+    (tests/test_config.py compares the two readers)."""
 
     def construct_mapping(self, node, deep=False):
         seen: dict[Any, int] = {}
@@ -492,10 +495,31 @@ class ParamsLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-# YAML 1.2's floats with an exponent and no decimal point (1e-4, 2E5), which YAML 1.1 reads as text
+_YAML = "tag:yaml.org,2002:"
+# PyYAML's resolvers but those of booleans, integers and floats, which follow YAML 1.2 below
+ParamsLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in (_YAML + "bool", _YAML + "int", _YAML + "float")]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+ParamsLoader.add_implicit_resolver(_YAML + "bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
 ParamsLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$"),
-    list("-+.0123456789"))
+    _YAML + "int", re.compile(r"^[-+]?(?:0b[01_]+|0o[0-7_]+|0x[0-9a-fA-F_]+|_*[0-9][0-9_]*)$"), list("-+0123456789"))
+ParamsLoader.add_implicit_resolver(
+    _YAML + "float", re.compile(r"""^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                                    |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
+                                    |[-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?  # (here the exponent's sign is required)
+                                    |[-+]?\.(?:inf|Inf|INF)
+                                    |\.(?:nan|NaN|NAN))$""", re.X), list("-+.0123456789"))
+
+
+def _yaml12_int(loader: ParamsLoader, node) -> int:
+    """A YAML 1.2 integer: decimal even with leading zeros; 0b, 0o and 0x prefixes; '_' ignored."""
+    text = loader.construct_scalar(node).replace("_", "")
+    sign = -1 if text.startswith("-") else 1
+    text = text.lstrip("+-")
+    return sign * (int(text, 0) if text[:2].lower() in ("0b", "0o", "0x") else int(text, 10))
+
+
+ParamsLoader.add_constructor(_YAML + "int", _yaml12_int)
 
 
 def read_params_file(path: str | Path = "params.yaml") -> Any:
@@ -504,9 +528,14 @@ def read_params_file(path: str | Path = "params.yaml") -> Any:
     if not path.exists():
         raise ConfigError(f"{path} not found (run from the repository root)")
     try:
-        return yaml.load(path.read_text(), Loader=ParamsLoader)
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=ParamsLoader)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        data = path.read_bytes()
+        line = data[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path} is not UTF-8 text: byte 0x{data[exc.start]:02x} on line {line} (DVC reads "
+                          f"params.yaml as UTF-8: save it so)") from None
 
 
 # keys dvc.yaml expands its stages from (`foreach` / `matrix`): without them DVC cannot even read it

@@ -1,11 +1,12 @@
 import copy
 import dataclasses
+from pathlib import Path
 
 import pytest
 import yaml
 
 from seba.baselines.base import load_method
-from seba.config import baseline_names, load_params, parse_params
+from seba.config import baseline_names, load_params, parse_params, read_params_file
 from seba.errors import ConfigError
 
 
@@ -153,3 +154,34 @@ def test_every_baseline_section_in_params_yaml_matches_its_dataclass_defaults(ra
     """A method left out of params.yaml runs with its dataclass defaults: the two must agree."""
     for name in baseline_names():
         assert raw["baselines"][name] == dataclasses.asdict(load_method(name).Config()), name
+
+
+SCALARS = ["010", "-010", "07", "08", "0o10", "0x1F", "0x_1", "0b101", "+0b1", "1_000", "-_1", "_1", "1:30", "-1:30",
+           "yes", "no", "on", "Off", "Yes", "y", "n", "TRUE", "True", "true", "fAlse", "~", "null", "NULL", "1e3", "1E-4",
+           "1e", "1e400", "1.5", "1.", "0.", "-0.0", "-.5", "+.5", ".5", ".5e2", "-.5e+2", "._5", "1_e2", "1.5e2.0",
+           ".inf", "-.Inf", ".nan", "0O7", "0X1f", "2001-12-14", "'010'", "[1, 010]", "{a: yes}"]
+
+
+def test_params_are_read_as_dvc_reads_them():
+    """Plain scalars resolve as DVC's YAML 1.2 reader resolves them (PyYAML's YAML 1.1 reads 010
+    as 8 and yes as true): the values a stage runs with are the values DVC records."""
+    import yaml
+    from dvc.utils.serialize import parse_yaml
+
+    from seba.config import ParamsLoader
+
+    text = "\n".join(f"k{i}: {v}" for i, v in enumerate(SCALARS))
+    ours, dvcs = yaml.load(text, Loader=ParamsLoader), parse_yaml(text, "params.yaml")
+    for i, scalar in enumerate(SCALARS):
+        a, b = ours[f"k{i}"], dvcs[f"k{i}"]
+        assert (type(a), repr(a)) == (type(b), repr(b)), (scalar, a, b)
+    root = Path(__file__).resolve().parents[1]
+    assert yaml.load((root / "params.yaml").read_text(), Loader=ParamsLoader) == parse_yaml(
+        (root / "params.yaml").read_text(), "params.yaml")
+
+
+def test_params_that_are_not_utf8_name_the_byte_and_line(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_bytes(b"seeds: [0]\n# caf\xe9\n")
+    with pytest.raises(ConfigError, match=r"is not UTF-8 text: byte 0xe9 on line 2"):
+        read_params_file(path)
