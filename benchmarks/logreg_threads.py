@@ -44,6 +44,10 @@ def main() -> None:
     print(f"BLAS: {', '.join(blas) or 'none found'}; seed {args.seed}; shots {list(params.evaluate.shots)}, "
           f"{params.evaluate.episodes} episodes each")
     total = {None: 0.0, 1: 0.0}
+    unknown = [d for d in args.datasets or [] if d not in params.sources or params.sources[d].openml_id is None]
+    if unknown:
+        raise SystemExit(f"error: params.yaml's sources have no OpenML dataset {', '.join(unknown)} (known: "
+                         f"{', '.join(n for n, s in params.sources.items() if s.openml_id is not None)})")
     for dataset in args.datasets or params.datasets:
         frame, _ = load_snapshot(params.sources[dataset].openml_id, ROOT / "data" / "snapshot")
         table = encode_table(frame)
@@ -67,4 +71,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from entry import run_main  # benchmarks/entry.py: a user's bad input is one line
+
+    raise SystemExit(run_main(main))

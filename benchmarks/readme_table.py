@@ -8,10 +8,10 @@ or from a many-seed run's cells.
 `--protocol CELLS` takes `benchmarks/protocol_cells.py`'s `cells.csv` (the paper's 100-seed
 protocol): SeBA's cells with the standard error of each from its seed means, and, for every cell
 more than 2 points from the paper, whether the difference exceeds 3 standard errors. It refuses
-cells of different seed counts and, unless `--partial`, a dataset of params.yaml that has no cells
-(the README's table is all of the benchmark or none). The block then names its source, so that
-tests/test_readme.py checks README.md against what this prints for that file (else for
-reports/results.csv).
+cells of different seed counts. Either way, unless `--partial`, a dataset of params.yaml without
+results is refused (the README's table is all of the benchmark or none). A `--protocol` block
+names its source, so that tests/test_readme.py checks README.md against what this prints for that
+file (else for reports/results.csv); `--write` of a results table refuses to replace such a block.
 """
 
 from __future__ import annotations
@@ -111,24 +111,51 @@ def replace(readme: str, new_block: str) -> str:
     return head + new_block + rest.split(END, 1)[1]
 
 
+def read_table(path: Path, needs: tuple[str, ...]) -> pd.DataFrame:
+    """The CSV at ``path`` with the columns ``needs``, or a one-line exit naming what is wrong."""
+    try:
+        table = pd.read_csv(path)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise SystemExit(f"error: cannot read {path}: {str(exc).splitlines()[0]}") from None
+    missing = [c for c in needs if c not in table.columns]
+    if missing:
+        raise SystemExit(f"error: {path} has no column {', '.join(missing)}: not a "
+                         + ("protocol_cells.py cells.csv" if "diff_in_se" in needs else "reports/results.csv") + " table")
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", nargs="?", type=Path, default=ROOT / "reports" / "results.csv")
     parser.add_argument("--protocol", type=Path, metavar="CELLS", help="a protocol_cells.py cells.csv instead")
-    parser.add_argument("--partial", action="store_true", help="with --protocol: allow datasets without cells")
+    parser.add_argument("--partial", action="store_true", help="allow datasets of params.yaml without results")
     parser.add_argument("--write", action="store_true", help="replace the block in README.md")
     args = parser.parse_args()
+    datasets = None if args.partial else yaml.safe_load((ROOT / "params.yaml").read_text())["datasets"]
     if args.protocol:
-        datasets = None if args.partial else yaml.safe_load((ROOT / "params.yaml").read_text())["datasets"]
-        new_block = protocol_block(args.protocol, datasets)
+        cells = read_table(args.protocol, ("method", "dataset", "shot", "seeds", "mean", "se", "paper", "diff",
+                                           "diff_in_se"))
+        new_block = protocol_block(args.protocol, datasets, read=lambda _: cells)
     else:
-        new_block = block(args.results)
+        results = read_table(args.results, ("dataset", "member", "shot"))
+        missing = sorted(set(datasets or []) - set(results["dataset"]))
+        if missing:
+            raise SystemExit(f"error: {args.results} has no results for {', '.join(missing)} (params.yaml's "
+                             "datasets); run them first, or pass --partial")
+        new_block = block(args.results, read=lambda _: results)
     if args.write:
         readme = ROOT / "README.md"
+        source = SOURCE.search(readme.read_text().split(START, 1)[-1].split(END, 1)[0])
+        if source and not args.protocol:
+            raise SystemExit(f"error: README.md's results block is generated from {source['path']} (a many-seed "
+                             f"run); regenerate it with --protocol {source['path']}, or delete its '<!-- from: -->' "
+                             "line first to put a results table there")
         readme.write_text(replace(readme.read_text(), new_block))
     else:
         sys.stdout.write(new_block + "\n")
 
 
 if __name__ == "__main__":
-    main()
+    from entry import run_main  # benchmarks/entry.py: a user's bad input is one line
+
+    raise SystemExit(run_main(main))

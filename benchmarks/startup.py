@@ -190,4 +190,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from entry import run_main  # benchmarks/entry.py: a user's bad input is one line
+
+    raise SystemExit(run_main(main))

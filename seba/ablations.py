@@ -235,10 +235,11 @@ def parse_set(items: Iterable[str]) -> dict[str, Any]:
 
 def plan(ablations: Iterable[str] | None = None, seeds: Iterable[int] = PAPER_SEEDS,
          datasets: Iterable[str] | None = None, prefix: str = PREFIX, extra: dict[str, Any] | None = None,
-         only: Iterable[str] | None = None) -> list[Plan]:
+         only: Iterable[str] | None = None, prototype_shots: Iterable[int] = (1,)) -> list[Plan]:
     """The experiments to queue: the default first (the others reuse its pretraining through
     DVC's run cache when run after it), then each chosen ablation's variants in table order;
-    ``only``: just these experiments (slugs of ``EXPERIMENTS``)."""
+    ``only``: just these experiments (slugs of ``EXPERIMENTS``); ``prototype_shots``: the
+    workspace's ``evaluate.prototype_shots``, kept where an experiment evaluates them."""
     chosen = [ablation(a) for a in ablations] if ablations else list(ABLATIONS)
     slugs = list(dict.fromkeys(s for a in chosen for _, s in a.variants))
     if only:
@@ -253,6 +254,8 @@ def plan(ablations: Iterable[str] | None = None, seeds: Iterable[int] = PAPER_SE
         if datasets:
             overrides["datasets"] = list(datasets)
         overrides["evaluate.shots"] = experiment_shots(slug, chosen)
+        # of the workspace's prototype shots, those evaluated (the evaluate stage warns of the others)
+        overrides["evaluate.prototype_shots"] = [s for s in prototype_shots if s in overrides["evaluate.shots"]]
         overrides.update(COMMON)
         overrides.update(extra or {})
         overrides.update(signature(slug))
@@ -314,7 +317,12 @@ def check_plans(plans: list[Plan], root: Path) -> None:
 def queue(args: argparse.Namespace) -> int:
     root = repo_root()
     check_site_cache(root)
-    plans = plan(args.ablations, args.seeds, args.datasets, args.prefix, parse_set(args.set or []), args.only)
+    try:
+        workspace = parse_params(read_params_file(root / "params.yaml"))
+    except ConfigError as exc:
+        raise SystemExit(f"error: the workspace's {exc}; nothing was queued") from None
+    plans = plan(args.ablations, args.seeds, args.datasets, args.prefix, parse_set(args.set or []), args.only,
+                 workspace.evaluate.prototype_shots)
     check_plans(plans, root)
     existing = {} if args.dry_run else existing_names(dvc_json(["exp", "show", "--json"], root))
     warn_stale_running(existing, root)
@@ -598,7 +606,7 @@ def choose(experiments: list[Experiment], prefix: str) -> tuple[dict[str, Experi
     return chosen, ignored, notes
 
 
-COMPARED_AWAY = set(DEFAULTS) | {"evaluate.shots"}  # params allowed to differ from the default experiment
+COMPARED_AWAY = set(DEFAULTS) | {"evaluate.shots", "evaluate.prototype_shots"}  # params allowed to differ from the default experiment
 
 
 def check_comparable(chosen: dict[str, Experiment]) -> list[str]:

@@ -22,7 +22,7 @@ from pydantic import AfterValidator, BeforeValidator
 
 from seba.errors import ConfigError
 from seba.paths import LOCAL, RANDOM_RATIO, ratio_tag
-from seba.schema import (Bool, Float, Int, Ints, Numbers, PairBatch, PositiveFloat, PositiveInt, Str, at_most, check,
+from seba.schema import (Bool, Float, Int, Ints, IntsOrNone, Numbers, PairBatch, PositiveFloat, PositiveInt, Str, at_most, check,
                          choice, fail, mapping_or_empty, rule, section, unknown_key)
 
 LOCAL_DIR = LOCAL
@@ -207,7 +207,8 @@ class EvaluateConfig:
     # evaluation holds every episode of a shot in memory at once (on income's test part the score
     # arrays alone take ~0.8 MB per episode); at most 100x the paper's 100 episodes
     episodes: Annotated[PositiveInt, at_most(10_000)] = 100
-    prototype_shots: Annotated[Ints, rule(lambda s: all(v > 0 for v in s), "must be positive")] = (1,)  # cosine prototypes
+    # the shots whose head is cosine prototypes ([]: none; one not in `shots` has no episodes: the evaluate stage warns)
+    prototype_shots: Annotated[IntsOrNone, AfterValidator(_shots)] = (1,)
     # the head of the shots not in prototype_shots: linear (paper) | prototype_cosine | prototype_euclidean
     # | nn_cosine | nn_euclidean (1-NN to single support rows) | finetune (encoder and linear head together)
     head: choice(*HEADS) = "linear"
@@ -448,7 +449,14 @@ class Params:
             for name in self.datasets:
                 if self.pretrain_for(name).encoder != "mlp":
                     raise ConfigError(f"params.yaml: 'evaluate.head' finetune needs the MLP encoder, but dataset "
-                                      f"'{name}' has pretrain.encoder {self.pretrain_for(name).encoder}")
+                                      f"'{name}' has {self.pretrain_key(name, 'encoder')} "
+                                      f"{self.pretrain_for(name).encoder}")
+
+    def pretrain_key(self, dataset: str, key: str) -> str:
+        """Where a dataset's `pretrain` value ``key`` comes from: 'sources.<dataset>.pretrain.<key>'
+        when the dataset sets its own, else 'pretrain.<key>'."""
+        source = self.sources.get(dataset)
+        return f"sources.{dataset}.pretrain.{key}" if source is not None and key in source.pretrain else f"pretrain.{key}"
 
     def pretrain_for(self, dataset: str) -> PretrainConfig:
         """The `pretrain` settings one dataset trains with: the section, with the dataset's own

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -397,6 +398,14 @@ def _as_text(series: pd.Series) -> tuple[pd.Series, dict[str, int]]:
     return text.mask(marked), tokens
 
 
+def _utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _numeric_cells(text: pd.Series, thousands, decimal) -> float:
     present = text.notna()
     return float(parse_numbers(text[present], thousands, decimal).notna().mean()) if present.any() else 0.0
@@ -421,7 +430,12 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
         values = series.astype("float64")
         kind = "numeric"
     else:
-        text, tokens = _as_text(series)
+        try:
+            text, tokens = _as_text(series)
+        except UnicodeDecodeError:  # bytes cells (a parquet binary column) that are not UTF-8
+            bad = next(i for i, v in series.items() if isinstance(v, bytes) and not _utf8(v))
+            raise DataError(f"{where}: column '{column}' holds binary values that are not UTF-8 text (row {bad}: "
+                            f"{series[bad][:12]!r}); store it as text, or drop the column") from None
         if tokens:
             record["converted"].update(tokens)
             record["notices"].append(f"column '{column}': {sum(tokens.values())} cell(s) marked missing "
@@ -1007,19 +1021,30 @@ def check_split_sizes(y: np.ndarray, test_fraction: float, val_fraction: float, 
                           f"({n_classes})")
 
 
-def check_shots(y_test: np.ndarray, classes, shots, dataset: str, seed: int) -> None:
+def check_shots(y_test: np.ndarray, classes, shots, dataset: str, seed: int, y_all: np.ndarray | None = None,
+                test_fraction: float | None = None) -> None:
     """Raise a ConfigError when a class's test rows cannot serve the largest shot: its support
-    and at least one query row (without one the class would not be scored at all)."""
+    and at least one query row (without one the class would not be scored at all). With the
+    table's labels ``y_all`` and ``split.test_fraction`` the message says how many rows the class
+    has and about how many it would need."""
     counts = np.bincount(y_test, minlength=len(classes))
     for shot in sorted(shots, reverse=True):
         short = [c for c in range(len(classes)) if counts[c] <= shot]
         if short:
             c = min(short, key=lambda k: counts[k])  # the smallest class
+            have = int(counts[c])
+            fixes = ([f"lower evaluate.shots (at most {have - 1} here)"] if have >= 2 else []) + [
+                "raise split.test_fraction"] + (["merge or drop the class"] if have < 2 else [])
+            table = ""
+            if y_all is not None and test_fraction:
+                total = int(np.sum(y_all == c))
+                table = (f"; the class has {total} rows in the table, and at split.test_fraction {test_fraction:g} "
+                         f"{shot + 1} test rows take about {math.ceil((shot + 1) / test_fraction)}")
             raise ConfigError(
                 f"params.yaml: 'evaluate.shots' asks for {shot}-shot episodes, but class '{classes[c]}' of "
-                f"dataset '{dataset}' has only {int(counts[c])} test rows (seed {seed}), and an episode needs "
-                f"{shot} for its support and at least one more to query; lower evaluate.shots "
-                f"or raise split.test_fraction")
+                f"dataset '{dataset}' has only {have} test rows (seed {seed}), and an episode needs "
+                f"{shot} for its support and at least one more to query{table}; {', '.join(fixes[:-1])}"
+                f"{' or ' if len(fixes) > 1 else ''}{fixes[-1]}")
 
 
 def make_split(y: np.ndarray, seed: int, test_fraction: float, val_fraction: float,

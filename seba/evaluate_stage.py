@@ -90,6 +90,13 @@ def evaluate_all(params: Params, dataset: str, table: EncodedTable, root: Path, 
     here, in groups that fit memory, or (a Ray ``executor``) as Ray tasks of seed chunks, each
     task reading nothing but what it is sent."""
     seeds, members = list(params.seeds), [ratio_tag(r) for r in params.pretrain.ratios]
+    cfg = params.evaluate
+    unused = [s for s in cfg.prototype_shots if s not in cfg.shots]
+    if unused:
+        log(f"[evaluate {dataset}] WARNING evaluate.prototype_shots lists {', '.join(map(str, unused))}, which "
+            f"evaluate.shots {list(cfg.shots)} lacks: no episode uses it (cosine prototypes serve "
+            f"{', '.join(f'{s}-shot' for s in cfg.shots if s in cfg.prototype_shots) or 'no shot'}, evaluate.head "
+            f"'{cfg.head}' the others)")
     if executor is None:
         yield from evaluate_in_groups(feature_loader(params, dataset, table, root, device), seeds, members,
                                       len(table.classes), params.evaluate, dataset,

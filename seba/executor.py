@@ -44,15 +44,18 @@ PROBE_SECONDS = 5.0  # how long a cluster's address may take to accept a connect
 def probe_address(address: str | None, source: str) -> None:
     """A ConfigError, at once, when nothing accepts a TCP connection at a cluster address
     (``host:port`` or ``ray://host:port``): ``ray.init`` would retry such an address for minutes
-    on end. ``auto``, ``local`` and no address (a local instance) are not probed."""
+    on end. ``auto``, ``local`` and no address (a local instance) are not probed; anything else
+    that is not ``host:port`` (an empty string, a missing port) is a ConfigError too."""
     import socket
 
-    if not address or address in ("auto", "local"):
+    if address is None or address in ("auto", "local"):
         return
     hostport = address.split("://", 1)[-1].rstrip("/")
     host, _, port = hostport.rpartition(":")
-    if not host or not port.isdigit():
-        return  # not host:port: ray.init names what is wrong with it
+    if not host.strip() or not port.isdigit():
+        raise ConfigError(f"params.yaml: executor.kind ray: {address!r} ({source}) is not a cluster address: give "
+                          f"host:port (e.g. 10.0.0.5:6379, ray://head:10001), 'auto' or 'local', or no address "
+                          f"(null) for $RAY_ADDRESS or a local instance")
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_SECONDS).close()
     except OSError as exc:
@@ -67,12 +70,12 @@ def connect(cfg) -> Any:
     process already holds for the same address is reused. An unreachable cluster is a ConfigError."""
     global _connected
     ray = ray_module()
-    address = cfg.address or os.environ.get("RAY_ADDRESS") or None
+    address = cfg.address if cfg.address is not None else (os.environ.get("RAY_ADDRESS") or None)
     if ray.is_initialized():
         if _connected == (address or ""):
             return ray
         ray.shutdown()
-    probe_address(address, "executor.address" if cfg.address else "$RAY_ADDRESS")
+    probe_address(address, "executor.address" if cfg.address is not None else "$RAY_ADDRESS")
     kwargs: dict[str, Any] = {"address": address, "include_dashboard": False, "logging_level": "WARNING",
                               "log_to_driver": True,
                               "runtime_env": {"py_modules": [str(Path(__file__).resolve().parent)]}}

@@ -73,7 +73,8 @@ def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> Pre
     stage = f"[pretrain {dataset} r={ratio_tag(ratio)[1:]}]"
     capped = masked_group_count(table.n_groups, 0.0, cfg.min_masked_columns)  # the floor as the masks take it
     if capped < cfg.min_masked_columns:
-        log(f"{stage} WARNING pretrain.min_masked_columns is {cfg.min_masked_columns}, but {dataset} has "
+        log(f"{stage} WARNING {params.pretrain_key(dataset, 'min_masked_columns')} is {cfg.min_masked_columns}, "
+            f"but {dataset} has "
             f"{table.n_groups} columns and the feature view keeps at least one: each mask takes {capped}")
     precision = resolve_precision(cfg.precision, device)
     gpus = 0.0

@@ -65,13 +65,14 @@ def at_most(limit: int) -> AfterValidator:
     return rule(lambda v: v <= limit, f"must be <= {limit}")
 
 
-def _non_empty_list(kinds: tuple[type, ...], convert: type, what: str) -> BeforeValidator:
-    """A non-empty list (or tuple) of ``kinds`` (never booleans), as a tuple of ``convert``."""
+def _non_empty_list(kinds: tuple[type, ...], convert: type, what: str, empty: bool = False) -> BeforeValidator:
+    """A non-empty list (or tuple; ``empty``: possibly empty) of ``kinds`` (never booleans), as a
+    tuple of ``convert``."""
 
     def check(value):
-        if (not isinstance(value, (list, tuple)) or not value
+        if (not isinstance(value, (list, tuple)) or not (value or empty)
                 or not all(isinstance(v, kinds) and not isinstance(v, bool) for v in value)):
-            raise fail(f"must be a non-empty list of {what}, got {value!r}")
+            raise fail(f"must be a{'' if empty else ' non-empty'} list of {what}, got {value!r}")
         return tuple(convert(v) for v in value)
 
     return BeforeValidator(check)
@@ -82,6 +83,7 @@ PositiveInt = Annotated[int, Strict(), positive]
 PositiveFloat = Annotated[float, Strict(), positive]
 Fraction = Annotated[float, Strict(), rule(lambda v: 0 < v <= 1, "must lie in (0, 1]")]
 Ints = Annotated[tuple[int, ...], _non_empty_list((int,), int, "integers")]
+IntsOrNone = Annotated[tuple[int, ...], _non_empty_list((int,), int, "integers", empty=True)]  # [] allowed
 Numbers = Annotated[tuple[float, ...], _non_empty_list((int, float), float, "numbers")]
 # the batch of a contrastive loss, which scores each row against the others of its batch
 PairBatch = Annotated[int, Strict(), rule(lambda v: v >= 2, "must be at least 2 (a contrastive loss compares each "

@@ -105,8 +105,9 @@ def validate(root: Path) -> list[str]:
             problems.append(str(exc))
     if params.executor.kind == "ray":
         try:
-            address = params.executor.address or os.environ.get("RAY_ADDRESS")
-            probe_address(address, "executor.address" if params.executor.address else "$RAY_ADDRESS")
+            given = params.executor.address
+            address = given if given is not None else (os.environ.get("RAY_ADDRESS") or None)
+            probe_address(address, "executor.address" if given is not None else "$RAY_ADDRESS")
         except ConfigError as exc:
             problems.append(str(exc))
     if params.fetch.source != "openml" and any(not params.sources[d].is_local for d in params.datasets):
@@ -122,7 +123,7 @@ def validate(root: Path) -> list[str]:
                 continue
             for seed in params.seeds:
                 split = make_split(y, seed, params.split.test_fraction, params.split.val_fraction, name, classes)
-                check_shots(y[split.test], classes, params.evaluate.shots, name, seed)
+                check_shots(y[split.test], classes, params.evaluate.shots, name, seed, y, params.split.test_fraction)
             print(f"  {name}: {len(y)} rows, {len(classes)} classes ({where}): splits and shots OK "
                   f"for {len(params.seeds)} seed(s)")
         except (ConfigError, DataError) as exc:

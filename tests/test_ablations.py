@@ -71,6 +71,7 @@ def test_queue_plans_one_dvc_exp_run_per_experiment():
     for slug, o in opts.items():
         assert o["seeds"] == "[0,1,2,3,4]" and o["baselines.methods"] == "[]" and "datasets" not in o
         assert o["evaluate.shots"] == ("[1,5,10]" if slug in (ab.DEFAULT, "cond-no") else "[5]")
+        assert o["evaluate.prototype_shots"] == ("[1]" if slug in (ab.DEFAULT, "cond-no") else "[]")  # no warning
         assert set(ab.DEFAULTS) <= set(o)  # every switch set: the experiment is what its name says
     assert opts[ab.DEFAULT]["pretrain.ratios"] == "[0.1,0.2,0.3,0.4,0.5]"
     assert opts["ratio-0.1"]["pretrain.ratios"] == "[0.1]"

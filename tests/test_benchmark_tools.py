@@ -328,3 +328,30 @@ def test_gpu_protocol_stage_deadline_then_resume_runs_each_pretrain_stage_once(t
     pretrained, _ = run("--resume", "--set", "seeds=2", "pretrain.lr=0.01")
     assert len(pretrained) == 5
     assert (tmp_path / "params.yaml").read_text() == (ROOT / "params.yaml").read_text()
+
+
+def test_a_benchmark_given_a_missing_or_malformed_file_says_so_in_one_line(tmp_path):
+    """benchmarks/entry.py: a user's bad input ends a script with one `error:` line and status 2;
+    any other exception keeps its traceback."""
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from entry import run_main
+
+    (tmp_path / "bad.json").write_text("not json")
+    (tmp_path / "bad.csv").write_bytes(b'a,b\n"1,2\n')
+    for script, args, message in (
+            ("chance_gap.py", [tmp_path / "nope.json"], "No such file or directory"),
+            ("chance_gap.py", [tmp_path / "bad.json"], "a file given is not valid JSON"),
+            ("compare_results.py", [tmp_path / "nope.csv", tmp_path / "nope2.csv"], "No such file or directory"),
+            ("stack_tail.py", ["--from-csv", tmp_path / "nope.csv"], "No such file or directory"),
+            ("baseline_variant.py", ["knn", "diabetes", "kk=1"], "unknown key 'baselines.knn.kk' (did you mean 'k'?)"),
+            ("variants.py", ["--dataset", "nosuch"], "params.yaml's sources have no OpenML dataset nosuch")):
+        done = subprocess.run([sys.executable, f"benchmarks/{script}", *map(str, args)], cwd=ROOT,
+                              capture_output=True, text=True)
+        output = done.stdout + done.stderr
+        assert done.returncode in (1, 2) and message in output and "Traceback" not in output, (script, output)
+    assert run_main(lambda: 7) == 7
+    with pytest.raises(RuntimeError):  # a bug is not a user's error
+        run_main(lambda: (_ for _ in ()).throw(RuntimeError("bug")))

@@ -69,7 +69,9 @@ def test_default_params_are_the_papers(root):
      "\\(4\\)"),
     (lambda r: r["evaluate"].update(head="svm"), "'evaluate.head' is 'svm'; allowed: linear, prototype_cosine"),
     (lambda r: (r["evaluate"].update(head="finetune"), r["sources"]["cmc"].update(pretrain={"encoder": "ft_transformer"})),
-     "'evaluate.head' finetune needs the MLP encoder, but dataset 'cmc' has pretrain.encoder ft_transformer"),
+     "'evaluate.head' finetune needs the MLP encoder, but dataset 'cmc' has sources.cmc.pretrain.encoder ft_transformer"),
+    (lambda r: (r["evaluate"].update(head="finetune"), r["pretrain"].update(encoder="ft_transformer")),
+     "'evaluate.head' finetune needs the MLP encoder, but dataset '\\w+' has pretrain.encoder ft_transformer"),
 ])
 def test_bad_params_name_the_key(raw, edit, message):
     bad = copy.deepcopy(raw)

@@ -192,6 +192,12 @@ def test_a_shot_needs_a_query_row_left_in_every_class():
     with pytest.raises(ConfigError, match=r"class 'b' of dataset 't' has only 10 test rows \(seed 0\), and an episode "
                                         r"needs 10 for its support and at least one more to query"):
         check_shots(y, ["a", "b"], [1, 10], "t", 0)
+    with pytest.raises(ConfigError, match=r"needs 1 for its support and at least one more to query; the class has 3 rows "
+                                        r"in the table, and at split.test_fraction 0.2 2 test rows take about 10; "
+                                        r"raise split.test_fraction or merge or drop the class"):
+        check_shots(np.array([0] * 9), ["a", "rare"], [1], "t", 0, np.array([0] * 40 + [1] * 3), 0.2)
+    with pytest.raises(ConfigError, match=r"lower evaluate.shots \(at most 9 here\) or raise split.test_fraction$"):
+        check_shots(y, ["a", "b"], [1, 10], "t", 0)
 
 
 def test_infinite_words_are_infinite():

@@ -1,4 +1,5 @@
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -88,3 +89,32 @@ def test_the_head_switch_changes_only_the_shots_that_use_it(head):
         pd.testing.assert_frame_equal(other, as_prototypes)
     else:
         assert not linear.loc[~one, "accuracy"].equals(other.loc[~one, "accuracy"])
+
+
+def test_a_prototype_shot_that_is_not_evaluated_is_named(monkeypatch, capsys):
+    """evaluate.prototype_shots [3] with shots [1, 5, 10]: every shot trains the head, and the
+    evaluate stage says which listed shot no episode uses; [] is allowed (no prototypes) and a
+    duplicate refused."""
+    import copy
+
+    import yaml
+
+    import seba.evaluate_stage as stage
+    from seba.config import parse_params
+    from seba.errors import ConfigError
+
+    raw = yaml.safe_load((Path(__file__).resolve().parents[1] / "params.yaml").read_text())
+    monkeypatch.setattr(stage, "feature_loader", lambda *a: None)
+    monkeypatch.setattr(stage, "evaluate_in_groups", lambda *a, **k: iter(()))
+    for listed, warned in (([1], None), ([3], "lists 3, which evaluate.shots [1, 5, 10] lacks: no episode uses it "
+                                               "(cosine prototypes serve no shot, evaluate.head 'linear' the others)"),
+                           ([5, 7], "lists 7,"), ([], None)):
+        edited = copy.deepcopy(raw)
+        edited["evaluate"]["prototype_shots"] = listed
+        table = type("Table", (), {"classes": ["a", "b"]})()
+        list(stage.evaluate_all(parse_params(edited), "cmc", table, Path("."), torch.device("cpu")))
+        err = capsys.readouterr().err
+        assert (warned in err) if warned else "prototype_shots" not in err, (listed, err)
+    edited["evaluate"]["prototype_shots"] = [1, 1]
+    with pytest.raises(ConfigError, match=r"'evaluate.prototype_shots' has duplicates: \[1, 1\]"):
+        parse_params(edited)

@@ -74,8 +74,12 @@ def test_a_cluster_address_is_probed_before_ray_is_asked():
         server.bind(("127.0.0.1", 0))
         server.listen()
         probe_address(f"127.0.0.1:{server.getsockname()[1]}", "executor.address")
-    for address in (None, "auto", "local", "not an address"):
+    for address in (None, "auto", "local"):
         probe_address(address, "executor.address")
+    for address in ("not an address", "127.0.0.1", "", "ray://head", ":6379", "host:port"):
+        with pytest.raises(ConfigError, match=rf"{re.escape(repr(address))} \(executor.address\) is not a cluster "
+                                              rf"address: give host:port"):
+            probe_address(address, "executor.address")
 
 
 # ------------------------------------------------------------------------------------- Ray

@@ -77,3 +77,31 @@ def test_headline_marks_misses_and_counts_them():
     assert "2 seeds × 100 episodes" in text
     assert "2 of 3 cells within 2 points" in text
     assert "mean |difference| 1.50" in text
+
+
+def test_readme_table_refuses_bad_inputs_and_a_partial_or_foreign_write(tmp_path):
+    """A missing or foreign file is one line, a results table without every dataset of params.yaml
+    is refused (unless --partial), and --write of a results table never replaces a block that a
+    many-seed run generated: README.md is left as it was."""
+    import sys
+
+    before = (ROOT / "README.md").read_bytes()
+    partial = tmp_path / "results.csv"
+    results = pd.read_csv(ROOT / "reports" / "results.csv")
+    results[results["dataset"].isin(["cmc", "diabetes"])].to_csv(partial, index=False)
+
+    def run(*args):
+        done = subprocess.run([sys.executable, "benchmarks/readme_table.py", *map(str, args)], cwd=ROOT,
+                              capture_output=True, text=True)
+        return done.returncode, done.stdout + done.stderr
+
+    for args, message in (((tmp_path / "nope.csv",), "error: cannot read"),
+                          (("reports/comparison.csv",), "has no column member: not a reports/results.csv table"),
+                          (("--protocol", "reports/results.csv"), "not a protocol_cells.py cells.csv table"),
+                          ((partial,), "has no results for dna, income, karhunen, optdigits, pixel, semeion"),
+                          ((partial, "--partial", "--write"), "README.md's results block is generated from "
+                                                              "reports/experiments/gpu_h100_stacked/cells.csv")):
+        code, output = run(*args)
+        assert code == 1 and message in output and "Traceback" not in output, (args, output)
+    assert run(partial, "--partial")[0] == 0
+    assert (ROOT / "README.md").read_bytes() == before

@@ -732,7 +732,17 @@ def symlinked_local(repo: Path) -> dict:
     return {"path": "data/local/mine.csv", "target": "label"}
 
 
+def binary_parquet(repo: Path) -> dict:
+    frame = signal_table()
+    frame["blob"] = [b"\xff\xfe\x00a" if i == 7 else b"ok" for i in range(len(frame))]  # not UTF-8 in row 7
+    frame.to_parquet(repo / "data" / "local" / "mine.parquet")
+    return {"path": "data/local/mine.parquet", "target": "label"}
+
+
 UNRECOVERABLE_CASES = [
+    ("binary cells that are not UTF-8 in a parquet file", binary_parquet,
+     ["dataset 'mine' (data/local/mine.parquet): column 'blob' holds binary values that are not UTF-8 text "
+      "(row 7: b'\\xff\\xfe\\x00a'); store it as text, or drop the column"]),
     ("thousands separators without the option", written(lambda v: f"{v * 1000:,.1f}"),
      ["column 'x1' holds numbers written like '-2,325.0'", "set thousands: ',' in 'sources.mine' to read them",
       "list 'x1' in 'sources.mine.categorical'"]),
@@ -1007,6 +1017,10 @@ def test_a_mask_size_floor_above_the_tables_columns_is_named_where_it_is_capped(
     assert code == 0, output
     assert "WARNING pretrain.min_masked_columns is 20, but diabetes has 8 columns" in output
     assert "each mask takes 7" in output
+    edit_params(repo, lambda p: (p["pretrain"].update(min_masked_columns=1),
+                                 p["sources"]["diabetes"].update(pretrain={"min_masked_columns": 9})))
+    code, output = run_stage_script("pretrain", args, monkeypatch, capsys)
+    assert code == 0 and "WARNING sources.diabetes.pretrain.min_masked_columns is 9, but diabetes has 8" in output
 
 
 def test_a_queued_experiment_keeps_seeds_where_the_workspace_does(tmp_path):

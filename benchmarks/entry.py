@@ -1,0 +1,40 @@
+"""The benchmark scripts' common entry point: ``run_main(main)`` runs a script's ``main()`` and
+turns the errors that a user's input causes (a missing or unreadable file, a malformed CSV or JSON
+file, seba's named ConfigError and DataError) into one line ``error: ...`` on stderr and exit
+status 2, in place of a traceback. Any other exception keeps its traceback: it is a bug to report."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from seba.errors import ConfigError, DataError
+
+    kinds: list[type[BaseException]] = [OSError, json.JSONDecodeError, UnicodeDecodeError, ConfigError, DataError]
+    pandas = sys.modules.get("pandas")  # only when the script uses it
+    if pandas is not None:
+        kinds += [pandas.errors.ParserError, pandas.errors.EmptyDataError]
+    return tuple(kinds)
+
+
+def run_main(main):
+    """``main()``'s return value, or 2 after one line naming a user's error."""
+    try:
+        return main()
+    except Exception as exc:
+        if not isinstance(exc, user_errors()):
+            raise
+        text = str(exc).strip() or type(exc).__name__
+        if isinstance(exc, json.JSONDecodeError):
+            text = f"a file given is not valid JSON ({text})"
+        elif type(exc).__module__.startswith("pandas"):
+            text = f"a file given is not a readable CSV ({text})"
+        print(f"error: {text}", file=sys.stderr)
+        return 2
