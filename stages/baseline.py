@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 from seba.cli import parse_args, run_stage  # first: hands the stage to a warm worker (seba/worker.py)
 
 from seba import paths
-from seba.baselines.base import evaluate_baseline, load_method, method_config, stage_inputs, tracked_params
+from seba.baselines.base import evaluate_baseline, stage_inputs, stage_method, tracked_params
 from seba.config import params_for_dataset
 from seba.evaluate import summarise
 from seba.executor import executor_for, stage_device
@@ -19,7 +19,7 @@ from seba.tracking import Tracker
 def main() -> None:
     args = parse_args(__doc__, method=str, dataset=str)
     params, root = params_for_dataset(args.dataset), repo_root()
-    method, cfg = load_method(args.method), method_config(params.baselines, args.method)  # both checked first
+    method, cfg = stage_method(params.baselines, args.method)  # both checked first, the method listed
     executor = executor_for(params.executor, params.pretrain.device)  # ray: connected (or a ConfigError) first
     device = stage_device(params.pretrain.device, executor)  # ray: the tasks pick theirs
     configure_threads(params.pretrain.threads)

@@ -9,6 +9,7 @@ from seba.cli import parse_args, run_stage  # first: hands the stage to a warm w
 
 from seba import paths
 from seba.config import params_for_dataset
+from seba.errors import ConfigError
 from seba.pretrain_stage import finish, prepare, train
 from seba.runtime import repo_root, write_json
 from seba.tracking import Tracker
@@ -17,8 +18,9 @@ from seba.tracking import Tracker
 def main() -> None:
     args = parse_args(__doc__, dataset=str, ratio=paths.parse_ratio)
     params = params_for_dataset(args.dataset)
-    if not isinstance(args.ratio, str) and not 0 < args.ratio < 1:
-        raise SystemExit(f"error: --ratio must lie in (0, 1) or be 'random', got {args.ratio}")
+    if args.ratio not in params.pretrain.ratios:  # (each lies in (0, 1) or is 'random')
+        raise ConfigError(f"--ratio {args.ratio} is not in pretrain.ratios {list(params.pretrain.ratios)}: "
+                          f"dvc.yaml has a pretrain stage for those only")
     name = paths.ratio_tag(args.ratio)[1:]
     root = repo_root()
     run = prepare(params, args.dataset, args.ratio, root)

@@ -1091,3 +1091,16 @@ def test_a_pretrain_stage_holds_the_rows_of_the_stack_in_training_only(repo, no_
         train(run, tracker)
     assert len(scaled) == 10 and [len(job["members"]) for job in run.jobs] == [4, 4, 2]
     assert all(s.source.kept_val is None for s in run.seeds)
+
+
+@pytest.mark.parametrize("stage, args, message", [
+    ("pretrain", ["--ratio", "0.25"], "error in stage 'pretrain': --ratio 0.25 is not in pretrain.ratios [0.1, 0.2, 0.3, 0.4, 0.5]: dvc.yaml "
+                                      "has a pretrain stage for those only"),
+    ("baseline", ["--method", "scarf"], "method 'scarf' is not in 'baselines.methods' ['knn', 'logreg']: dvc.yaml has "
+                                        "no baseline stage for it; add it there")])
+def test_a_stage_run_by_hand_for_a_ratio_or_method_params_do_not_list_is_refused(repo, no_mlflow, monkeypatch, capsys,
+                                                                                  stage, args, message):
+    before = sorted(p.relative_to(repo) for p in repo.rglob("*"))
+    code, output = run_stage_script(stage, ["--dataset", "diabetes", *args], monkeypatch, capsys)
+    assert code == 2 and message in output and "Traceback" not in output, output
+    assert sorted(p.relative_to(repo) for p in repo.rglob("*")) == before  # nothing written

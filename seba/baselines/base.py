@@ -44,6 +44,16 @@ def method_config(baselines: BaselinesConfig, name: str):
     return check(load_method(name).Config, baselines.sections.get(name), f"baselines.{name}")
 
 
+def stage_method(baselines: BaselinesConfig, name: str):
+    """The baseline stage's method and settings, both checked, and the method listed in
+    ``baselines.methods`` (dvc.yaml has a stage for those only): a ConfigError otherwise."""
+    method, cfg = load_method(name), method_config(baselines, name)
+    if name not in baselines.methods:
+        raise ConfigError(f"params.yaml: method '{name}' is not in 'baselines.methods' {list(baselines.methods)}: "
+                          f"dvc.yaml has no baseline stage for it; add it there")
+    return method, cfg
+
+
 def check_baselines(baselines: BaselinesConfig) -> None:
     """Every method's section of params.yaml, and every method named in ``baselines.methods``,
     checked by its own module (``seba-validate``; a ConfigError at the first problem)."""
