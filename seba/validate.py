@@ -89,6 +89,27 @@ def _check_devices(params: Params) -> list[str]:
     return problems
 
 
+def notes(params: Params) -> list[str]:
+    """Settings that are valid but change nothing (most likely an oversight): one line each."""
+    found: dict[str, list[str]] = {}  # note -> the datasets it holds for
+    for name in params.datasets:
+        cfg, key = params.pretrain_for(name), lambda k: params.pretrain_key(name, k)
+        if cfg.mask_bias and not cfg.conditioned:
+            found.setdefault(f"{key('mask_bias')} is true but {key('conditioned')} is false: no mask reaches the "
+                             f"projector, so it changes nothing", []).append(name)
+        if cfg.random_ratio_range != type(cfg)().random_ratio_range and "random" not in cfg.ratios:
+            found.setdefault(f"{key('random_ratio_range')} is {list(cfg.random_ratio_range)}, but pretrain.ratios has "
+                             f"no 'random' ratio, the only one that uses it", []).append(name)
+    out = [f"{note} ({', '.join(names)})" for note, names in found.items()]
+    unused = [s for s in params.evaluate.prototype_shots if s not in params.evaluate.shots]
+    if unused:
+        out.append(f"evaluate.prototype_shots lists {', '.join(map(str, unused))}, which evaluate.shots "
+                   f"{list(params.evaluate.shots)} lacks: no episode uses it")
+    if params.executor.kind == "local" and params.executor.address is not None:
+        out.append(f"executor.address {params.executor.address!r} is used with executor.kind ray only (kind is local)")
+    return out
+
+
 def validate(root: Path) -> list[str]:
     """All problems found, as messages (empty when the params are usable)."""
     try:
@@ -144,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     if problems:
         return 2
     print(f"{root / 'params.yaml'} is valid")
+    for note in notes(load_params(root / "params.yaml")):
+        print(f"note: {note}")
     if args.stamp and not ((root / STAMP).exists() and (root / STAMP).read_text() == STAMP_TEXT):
         write_text(root / STAMP, STAMP_TEXT)
     return 0

@@ -187,3 +187,22 @@ def test_params_that_are_not_utf8_name_the_byte_and_line(tmp_path):
     path.write_bytes(b"seeds: [0]\n# caf\xe9\n")
     with pytest.raises(ConfigError, match=r"is not UTF-8 text: byte 0xe9 on line 2"):
         read_params_file(path)
+
+
+def test_settings_that_change_nothing_are_noted_by_validate(raw):
+    from seba.validate import notes
+
+    assert notes(parse_params(raw)) == []
+    edited = copy.deepcopy(raw)
+    edited["pretrain"].update(mask_bias=True, conditioned=False, random_ratio_range=[0.2, 0.4])
+    edited["sources"]["cmc"]["pretrain"] = {"conditioned": True}
+    edited["evaluate"].update(shots=[5], prototype_shots=[1])
+    edited["executor"] = {"address": "10.0.0.1:6379"}
+    datasets = [d for d in raw["datasets"] if d != "cmc"]
+    assert sorted(notes(parse_params(edited))) == sorted([
+        f"pretrain.mask_bias is true but pretrain.conditioned is false: no mask reaches the projector, so it changes "
+        f"nothing ({', '.join(datasets)})",
+        f"pretrain.random_ratio_range is [0.2, 0.4], but pretrain.ratios has no 'random' ratio, the only one that uses "
+        f"it ({', '.join(raw['datasets'])})",
+        "evaluate.prototype_shots lists 1, which evaluate.shots [5] lacks: no episode uses it",
+        "executor.address '10.0.0.1:6379' is used with executor.kind ray only (kind is local)"])
