@@ -89,6 +89,51 @@ def _check_devices(params: Params) -> list[str]:
     return problems
 
 
+def encoded_shape(path: Path) -> tuple[int, int] | None:
+    """(rows, columns) of the encoded table ``X`` in a preprocess output (read from the file's
+    header, without loading it), or None when there is none to read."""
+    import zipfile
+
+    import numpy as np
+
+    try:
+        with zipfile.ZipFile(path) as archive, archive.open("X.npy") as fh:
+            version = np.lib.format.read_magic(fh)
+            read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+            shape = read[version](fh)[0]
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return None
+    return (int(shape[0]), int(shape[1])) if len(shape) == 2 else None
+
+
+def _check_memory(params: Params, root: Path) -> list[str]:
+    """Where a dataset's encoded table is at hand (data/processed, from an earlier run), that one
+    seed of its pretraining fits the memory the pretrain stage will plan with (the stage's own
+    estimate and rule, seba.pretrain.plan_stacks), so that a setting too large for this machine
+    stops here, before DVC removes any output."""
+    import math
+
+    from seba.pretrain import member_bytes, plan_stacks, plan_workers
+
+    problems = []
+    for name in params.datasets:
+        shape = encoded_shape(paths.processed(root, name))
+        if shape is None:
+            continue
+        cfg = params.pretrain_for(name)
+        rows, columns = shape
+        n_test = math.ceil(params.split.test_fraction * rows)
+        n_val = math.ceil(params.split.val_fraction * (rows - n_test))
+        try:
+            device = select_device(cfg.device)
+            workers, _ = plan_workers(cfg, len(params.seeds), device)
+            plan_stacks(len(params.seeds), workers, member_bytes(rows - n_test - n_val, n_val, columns, cfg), cfg,
+                        device, where=f"dataset '{name}' (pretrain, {columns} encoded columns)")
+        except ConfigError as exc:
+            problems.append(str(exc))
+    return problems
+
+
 def notes(params: Params) -> list[str]:
     """Settings that are valid but change nothing (most likely an oversight): one line each."""
     found: dict[str, list[str]] = {}  # note -> the datasets it holds for
@@ -119,6 +164,8 @@ def validate(root: Path) -> list[str]:
     except ConfigError as exc:
         return [str(exc)]
     problems = _check_devices(params)
+    if not problems:
+        problems += _check_memory(params, root)
     for method in params.baselines.methods:  # what a listed method needs from this machine
         try:
             load_method(method).check_setup(method_config(params.baselines, method))

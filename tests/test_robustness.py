@@ -1104,3 +1104,17 @@ def test_a_stage_run_by_hand_for_a_ratio_or_method_params_do_not_list_is_refused
     code, output = run_stage_script(stage, ["--dataset", "diabetes", *args], monkeypatch, capsys)
     assert code == 2 and message in output and "Traceback" not in output, output
     assert sorted(p.relative_to(repo) for p in repo.rglob("*")) == before  # nothing written
+
+
+def test_validate_refuses_a_pretraining_too_large_for_this_machine_where_the_table_is_at_hand(repo):
+    """With data/processed/<dataset>.npz from an earlier run, seba-validate applies the pretrain
+    stage's own memory rule to one seed, before DVC removes any output."""
+    from seba.validate import validate
+
+    assert validate(repo) == []
+    edit_params(repo, lambda p: p["pretrain"].update(encoder_hidden=3_000_000))
+    problems = validate(repo)
+    assert len(problems) == 1 and problems[0].startswith(
+        "dataset 'diabetes' (pretrain, 8 encoded columns): one seed needs about ") and "pretrain.batch_size" in problems[0]
+    (repo / "data" / "processed" / "diabetes.npz").unlink()  # a fresh clone: not checked yet (the stage will)
+    assert validate(repo) == []
