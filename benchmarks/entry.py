@@ -38,3 +38,13 @@ def run_main(main):
             text = f"a file given is not a readable CSV ({text})"
         print(f"error: {text}", file=sys.stderr)
         return 2
+
+
+def check_openml_datasets(names, params) -> None:
+    """Exit with one line naming those of ``names`` that params.yaml's sources do not fetch from
+    OpenML (the benchmarks read those tables from the offline snapshot)."""
+    known = [n for n, source in params.sources.items() if source.openml_id is not None]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"error: params.yaml's sources have no OpenML dataset {', '.join(unknown)} "
+                         f"(known: {', '.join(known)})")

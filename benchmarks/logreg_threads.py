@@ -25,6 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 def main() -> None:
     import torch
+
+    from benchmarks.entry import check_openml_datasets
     from threadpoolctl import threadpool_info
 
     import seba.baselines.logreg as logreg
@@ -44,10 +46,7 @@ def main() -> None:
     print(f"BLAS: {', '.join(blas) or 'none found'}; seed {args.seed}; shots {list(params.evaluate.shots)}, "
           f"{params.evaluate.episodes} episodes each")
     total = {None: 0.0, 1: 0.0}
-    unknown = [d for d in args.datasets or [] if d not in params.sources or params.sources[d].openml_id is None]
-    if unknown:
-        raise SystemExit(f"error: params.yaml's sources have no OpenML dataset {', '.join(unknown)} (known: "
-                         f"{', '.join(n for n, s in params.sources.items() if s.openml_id is not None)})")
+    check_openml_datasets(args.datasets or [], params)
     for dataset in args.datasets or params.datasets:
         frame, _ = load_snapshot(params.sources[dataset].openml_id, ROOT / "data" / "snapshot")
         table = encode_table(frame)

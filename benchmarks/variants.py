@@ -26,6 +26,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.entry import check_openml_datasets  # noqa: E402
 from seba.config import load_params  # noqa: E402
 from seba.data import encode_table, load_snapshot, make_split, scale  # noqa: E402
 from seba.evaluate import ENSEMBLE, evaluate_members  # noqa: E402
@@ -58,10 +59,7 @@ def main() -> None:
     args = parser.parse_args()
     params = load_params(ROOT / "params.yaml")
     device = torch.device(args.device)
-    unknown = [d for d in args.dataset if d not in params.sources or params.sources[d].openml_id is None]
-    if unknown:
-        raise SystemExit(f"error: params.yaml's sources have no OpenML dataset {', '.join(unknown)} (known: "
-                         f"{', '.join(n for n, s in params.sources.items() if s.openml_id is not None)})")
+    check_openml_datasets(args.dataset, params)
     for dataset in args.dataset:
         run_dataset(params, dataset, args.seeds, args.variant or ["default"], device)
 

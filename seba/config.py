@@ -217,6 +217,14 @@ class EvaluateConfig:
     probe_patience: PositiveInt = 100  # stop a probe after this many iterations without improvement
     finetune_chunk: PositiveInt = 10  # episodes fine-tuned together (memory: a copy of the encoder each)
 
+    def unevaluated_prototype_shots(self) -> str | None:
+        """A note when ``prototype_shots`` lists a shot that ``shots`` lacks (no episode uses it)."""
+        unused = [s for s in self.prototype_shots if s not in self.shots]
+        if not unused:
+            return None
+        return (f"evaluate.prototype_shots lists {', '.join(map(str, unused))}, which evaluate.shots "
+                f"{list(self.shots)} lacks: no episode uses it")
+
 
 # The baselines: every module of seba/baselines/ but base.py is one method, named by its file
 # (docs/adding-a-method.md). The names come from the folder, without importing a method: checking

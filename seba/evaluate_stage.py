@@ -91,10 +91,8 @@ def evaluate_all(params: Params, dataset: str, table: EncodedTable, root: Path, 
     task reading nothing but what it is sent."""
     seeds, members = list(params.seeds), [ratio_tag(r) for r in params.pretrain.ratios]
     cfg = params.evaluate
-    unused = [s for s in cfg.prototype_shots if s not in cfg.shots]
-    if unused:
-        log(f"[evaluate {dataset}] WARNING evaluate.prototype_shots lists {', '.join(map(str, unused))}, which "
-            f"evaluate.shots {list(cfg.shots)} lacks: no episode uses it (cosine prototypes serve "
+    if note := cfg.unevaluated_prototype_shots():
+        log(f"[evaluate {dataset}] WARNING {note} (cosine prototypes serve "
             f"{', '.join(f'{s}-shot' for s in cfg.shots if s in cfg.prototype_shots) or 'no shot'}, evaluate.head "
             f"'{cfg.head}' the others)")
     if executor is None:

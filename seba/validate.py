@@ -146,10 +146,8 @@ def notes(params: Params) -> list[str]:
             found.setdefault(f"{key('random_ratio_range')} is {list(cfg.random_ratio_range)}, but pretrain.ratios has "
                              f"no 'random' ratio, the only one that uses it", []).append(name)
     out = [f"{note} ({', '.join(names)})" for note, names in found.items()]
-    unused = [s for s in params.evaluate.prototype_shots if s not in params.evaluate.shots]
-    if unused:
-        out.append(f"evaluate.prototype_shots lists {', '.join(map(str, unused))}, which evaluate.shots "
-                   f"{list(params.evaluate.shots)} lacks: no episode uses it")
+    if note := params.evaluate.unevaluated_prototype_shots():
+        out.append(note)
     if params.executor.kind == "local" and params.executor.address is not None:
         out.append(f"executor.address {params.executor.address!r} is used with executor.kind ray only (kind is local)")
     return out
