@@ -502,6 +502,8 @@ class ParamsLoader(yaml.SafeLoader):
     def construct_mapping(self, node, deep=False):
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
+            if key_node.tag == _YAML + "merge":  # `<<: *anchor`: PyYAML merges it (an explicit key wins)
+                continue
             key = self.construct_object(key_node, deep=True)
             line = key_node.start_mark.line + 1
             if key in seen:
@@ -545,13 +547,15 @@ def read_params_file(path: str | Path = "params.yaml") -> Any:
         raise ConfigError(f"{path} not found (run from the repository root)")
     try:
         return yaml.load(path.read_text(encoding="utf-8"), Loader=ParamsLoader)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
     except UnicodeDecodeError as exc:
         data = path.read_bytes()
         line = data[:exc.start].count(b"\n") + 1
         raise ConfigError(f"{path} is not UTF-8 text: byte 0x{data[exc.start]:02x} on line {line} (DVC reads "
                           f"params.yaml as UTF-8: save it so)") from None
+    except ConfigError:  # a key given twice (ParamsLoader)
+        raise
+    except (yaml.YAMLError, ValueError, TypeError, KeyError) as exc:  # (ValueError: e.g. a number like 0x_)
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
 
 
 # keys dvc.yaml expands its stages from (`foreach` / `matrix`): without them DVC cannot even read it

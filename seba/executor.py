@@ -44,13 +44,17 @@ PROBE_SECONDS = 5.0  # how long a cluster's address may take to accept a connect
 def probe_address(address: str | None, source: str) -> None:
     """A ConfigError, at once, when nothing accepts a TCP connection at a cluster address
     (``host:port`` or ``ray://host:port``): ``ray.init`` would retry such an address for minutes
-    on end. ``auto``, ``local`` and no address (a local instance) are not probed; anything else
-    that is not ``host:port`` (an empty string, a missing port) is a ConfigError too."""
+    on end. ``auto``, ``local``, no address (a local instance) and other schemes than ``ray://``
+    are not probed; anything else that is not ``host:port`` (an empty string, a missing port) is a
+    ConfigError too."""
     import socket
 
     if address is None or address in ("auto", "local"):
         return
-    hostport = address.split("://", 1)[-1].rstrip("/")
+    scheme, sep, rest = address.partition("://")
+    if sep and scheme != "ray":
+        return  # another scheme (a provider's client address): Ray resolves it
+    hostport = (rest if sep else address).split("/", 1)[0].split("?", 1)[0]  # (a client address may carry a path)
     host, _, port = hostport.rpartition(":")
     if not host.strip() or not port.isdigit():
         raise ConfigError(f"params.yaml: executor.kind ray: {address!r} ({source}) is not a cluster address: give "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -29,6 +30,7 @@ from seba.data import (check_shots, load_local_table, load_snapshot, make_split,
                        supplied_copy_missing)
 from seba.errors import ConfigError, DataError
 from seba.executor import probe_address
+from seba.pretrain import member_bytes, plan_stacks, plan_workers
 from seba.runtime import repo_root, select_device, write_text
 from seba.theorem import load_theorem
 
@@ -106,16 +108,14 @@ def encoded_shape(path: Path) -> tuple[int, int] | None:
     return (int(shape[0]), int(shape[1])) if len(shape) == 2 else None
 
 
-def _check_memory(params: Params, root: Path) -> list[str]:
-    """Where a dataset's encoded table is at hand (data/processed, from an earlier run), that one
-    seed of its pretraining fits the memory the pretrain stage will plan with (the stage's own
-    estimate and rule, seba.pretrain.plan_stacks), so that a setting too large for this machine
-    stops here, before DVC removes any output."""
-    import math
-
-    from seba.pretrain import member_bytes, plan_stacks, plan_workers
-
-    problems = []
+def memory_notes(params: Params, root: Path) -> list[str]:
+    """Where a dataset's encoded table is at hand (data/processed, from an earlier run) and its
+    seeds train here (not as Ray tasks, which plan with their node's memory), whether one seed of
+    its pretraining fits the memory the pretrain stage would plan with (the stage's own estimate
+    and rule, seba.pretrain.plan_stacks). A note, not a refusal: DVC may not rerun that stage."""
+    if params.executor.kind == "ray":
+        return []
+    out = []
     for name in params.datasets:
         shape = encoded_shape(paths.processed(root, name))
         if shape is None:
@@ -130,8 +130,8 @@ def _check_memory(params: Params, root: Path) -> list[str]:
             plan_stacks(len(params.seeds), workers, member_bytes(rows - n_test - n_val, n_val, columns, cfg), cfg,
                         device, where=f"dataset '{name}' (pretrain, {columns} encoded columns)")
         except ConfigError as exc:
-            problems.append(str(exc))
-    return problems
+            out.append(f"{exc}; its pretrain stages will stop so if they rerun here")
+    return out
 
 
 def notes(params: Params) -> list[str]:
@@ -162,8 +162,6 @@ def validate(root: Path) -> list[str]:
     except ConfigError as exc:
         return [str(exc)]
     problems = _check_devices(params)
-    if not problems:
-        problems += _check_memory(params, root)
     for method in params.baselines.methods:  # what a listed method needs from this machine
         try:
             load_method(method).check_setup(method_config(params.baselines, method))
@@ -210,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     if problems:
         return 2
     print(f"{root / 'params.yaml'} is valid")
-    for note in notes(load_params(root / "params.yaml")):
+    params = load_params(root / "params.yaml")
+    for note in notes(params) + memory_notes(params, root):
         print(f"note: {note}")
     if args.stamp and not ((root / STAMP).exists() and (root / STAMP).read_text() == STAMP_TEXT):
         write_text(root / STAMP, STAMP_TEXT)

@@ -177,6 +177,8 @@ def test_params_are_read_as_dvc_reads_them():
     for i, scalar in enumerate(SCALARS):
         a, b = ours[f"k{i}"], dvcs[f"k{i}"]
         assert (type(a), repr(a)) == (type(b), repr(b)), (scalar, a, b)
+    merges = "a: &a {x: 1, y: 1}\nb: &b {z: 2}\nd:\n  <<: *a\n  y: 2\ne:\n  <<: [*a, *b]\n"  # an explicit key wins
+    assert yaml.load(merges, Loader=ParamsLoader) == parse_yaml(merges, "params.yaml")
     root = Path(__file__).resolve().parents[1]
     assert yaml.load((root / "params.yaml").read_text(), Loader=ParamsLoader) == parse_yaml(
         (root / "params.yaml").read_text(), "params.yaml")

@@ -74,8 +74,10 @@ def test_a_cluster_address_is_probed_before_ray_is_asked():
         server.bind(("127.0.0.1", 0))
         server.listen()
         probe_address(f"127.0.0.1:{server.getsockname()[1]}", "executor.address")
-    for address in (None, "auto", "local"):
+    for address in (None, "auto", "local", "anyscale://cluster"):
         probe_address(address, "executor.address")
+    with pytest.raises(ConfigError, match="nothing accepts connections at 'ray://127.0.0.1:"):
+        probe_address(f"ray://127.0.0.1:{port}/?namespace=x", "executor.address")  # the path is not the port
     for address in ("not an address", "127.0.0.1", "", "ray://head", ":6379", "host:port"):
         with pytest.raises(ConfigError, match=rf"{re.escape(repr(address))} \(executor.address\) is not a cluster "
                                               rf"address: give host:port"):

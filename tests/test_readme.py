@@ -89,6 +89,9 @@ def test_readme_table_refuses_bad_inputs_and_a_partial_or_foreign_write(tmp_path
     partial = tmp_path / "results.csv"
     results = pd.read_csv(ROOT / "reports" / "results.csv")
     results[results["dataset"].isin(["cmc", "diabetes"])].to_csv(partial, index=False)
+    gappy = tmp_path / "gappy.csv"
+    results[~((results["dataset"] == "cmc") & (results["shot"] == 5) & (results["member"] == "ensemble"))].to_csv(
+        gappy, index=False)
 
     def run(*args):
         done = subprocess.run([sys.executable, "benchmarks/readme_table.py", *map(str, args)], cwd=ROOT,
@@ -96,9 +99,10 @@ def test_readme_table_refuses_bad_inputs_and_a_partial_or_foreign_write(tmp_path
         return done.returncode, done.stdout + done.stderr
 
     for args, message in (((tmp_path / "nope.csv",), "error: cannot read"),
-                          (("reports/comparison.csv",), "has no column member: not a reports/results.csv table"),
+                          (("reports/comparison.csv",), "has no column member, seeds, episodes: not a reports/results.csv table"),
                           (("--protocol", "reports/results.csv"), "not a protocol_cells.py cells.csv table"),
-                          ((partial,), "has no results for dna, income, karhunen, optdigits, pixel, semeion"),
+                          ((partial,), "has no ensemble results for dna, income, karhunen, optdigits, pixel, semeion"),
+                          ((gappy, "--partial"), "lacks the ensemble's cmc 5-shot: one table needs every dataset"),
                           ((partial, "--partial", "--write"), "README.md's results block is generated from "
                                                               "reports/experiments/gpu_h100_stacked/cells.csv")):
         code, output = run(*args)
