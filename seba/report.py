@@ -286,7 +286,14 @@ def agreement(cells: pd.DataFrame, column: str, shots: list) -> str:
 def write_reports(params, root: Path) -> tuple[dict, dict]:
     """The aggregate stage's outputs under reports/ (results, comparison with the baselines,
     summary metrics, figures, the params used), from every dataset's episodes; returns the
-    summary metrics and the run's description."""
+    summary metrics and the run's description. Every input is read first: a missing one names
+    the stage that writes it, and no report is rewritten."""
+    needed = {(None, name): f"evaluate@{name}" for name in params.datasets} | {
+        (method, name): f"baseline@{method}-{name}" for method in params.baselines.methods for name in params.datasets}
+    missing = [stage for (method, name), stage in needed.items() if not paths.episodes(root, name, method).is_file()]
+    if missing:
+        raise DataError(f"no episodes from {', '.join(missing)}: run {'it' if len(missing) == 1 else 'them'} first "
+                        f"(`dvc repro` runs every stage aggregate needs)")
     episodes = {name: pd.read_csv(paths.episodes(root, name)) for name in params.datasets}
     paper = load_paper(root / paths.PAPER_RESULTS)
     table = results_table(episodes, paper)

@@ -1125,3 +1125,11 @@ def test_validate_notes_a_pretraining_too_large_for_this_machine_where_the_table
     edit_params(repo, lambda p: p.update(executor={"kind": "local"}))
     (repo / "data" / "processed" / "diabetes.npz").unlink()  # a fresh clone: nothing to read yet
     assert memory_notes(params(), repo) == []
+
+def test_aggregate_without_episodes_names_the_stages_that_write_them(repo, no_mlflow, monkeypatch, capsys):
+    before = prior_outputs(repo)
+    code, output = run_stage_script("aggregate", [], monkeypatch, capsys)
+    assert code == 2 and "Traceback" not in output, output
+    assert ("no episodes from evaluate@diabetes, baseline@knn-diabetes, baseline@logreg-diabetes: run them first"
+            in output), output
+    assert prior_outputs(repo) == before and not (repo / "reports" / "results.csv").exists()
