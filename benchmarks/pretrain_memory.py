@@ -1,6 +1,6 @@
 """Host memory of a pretrain stage before its first stack trains: each seed kept as its split,
 scaled when its stack starts (the stage's `prepare`, seba.pretrain_stage), against every seed's
-scaled rows held at once (what `prepare` kept before), measured in the same run.
+scaled rows held at once (scaling up front), measured in the same run.
 
 Usage (repository root):
     python benchmarks/pretrain_memory.py [--dataset fashion] [--seeds 20]
@@ -9,7 +9,7 @@ The dataset's table is read from the offline snapshot and encoded as the preproc
 (fashion needs its verified copy in data/snapshot/fashion.parquet); `--seeds` splits are made as
 the split stage makes them, in a temporary repository whose params.yaml is this one's with those
 seeds. `prepare` runs under tracemalloc (numpy's arrays are counted), then every seed's rows are
-scaled and held as before. Prints, in MB, what each holds once done and its peak, and the rows of
+scaled and held at once. Prints, in MB, what each holds once done and its peak, and the rows of
 one seed.
 """
 
