@@ -63,10 +63,9 @@ def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> Pre
     device = stage_device(cfg.device, executor)  # (with Ray it only checks each returned encoder)
     threads = configure_threads(cfg.threads)
     table = EncodedTable.load(paths.processed(root, dataset))
-    seeds, rows = [], []
+    seeds = []
     for i, seed in enumerate(params.seeds, start=1):
         split = load_split(paths.splits(root, dataset), seed)
-        rows.append((split.train, split.val))
         check_shots(table.y[split.test], table.classes, params.evaluate.shots, dataset, seed)
         label = f"[pretrain {dataset} r={ratio_tag(ratio)[1:]} seed {seed} ({i}/{len(params.seeds)})]"
         seeds.append(SeedData(None, None, seed, label, ScaledSplit(table, split.train, split.val, cfg.normalise)))
@@ -74,8 +73,8 @@ def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> Pre
     capped = masked_group_count(table.n_groups, 0.0, cfg.min_masked_columns)  # the floor as the masks take it
     if capped < cfg.min_masked_columns:
         log(f"{stage} WARNING {params.pretrain_key(dataset, 'min_masked_columns')} is {cfg.min_masked_columns}, "
-            f"but {dataset} has "
-            f"{table.n_groups} columns and the feature view keeps at least one: each mask takes {capped}")
+            f"but {dataset} has {table.n_groups} columns and the feature view keeps at least one: each mask "
+            f"takes {capped}")
     precision = resolve_precision(cfg.precision, device)
     gpus = 0.0
     if executor is None:  # threads as for every seed, so that a resumed seed trains as it would have
@@ -84,7 +83,8 @@ def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> Pre
         tasks, gpus = executor.plan(len(seeds))
         workers, worker_threads = tasks, params.executor.cpus_per_task
     where = resume_dir(root, dataset, ratio)
-    keys = resume_keys(table, rows, params.seeds, ratio, cfg, device, precision, worker_threads)
+    keys = resume_keys(table, [(s.source.train, s.source.val) for s in seeds], params.seeds, ratio, cfg, device,
+                       precision, worker_threads)
     resumed = load_resumed(where, seeds, keys)
     todo = [i for i in range(len(seeds)) if i not in resumed]
     if resumed:
@@ -93,7 +93,8 @@ def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> Pre
     stacks = []
     if todo and executor is None:
         workers = min(workers, len(todo))
-        stacks = plan_stacks(len(todo), workers, member_bytes(seeds[0].n_train, seeds[0].n_val, table.X.shape[1], cfg), cfg, device, where=stage)
+        stacks = plan_stacks(len(todo), workers, member_bytes(seeds[0].n_train, seeds[0].n_val, table.X.shape[1], cfg),
+                             cfg, device, where=stage)
     elif todo:  # one chunk of seeds per task; each task stacks its chunk to fit its node (seba.pretrain.train_chunk)
         stacks = chunks(list(range(len(todo))), tasks)
     stacks = [[todo[i] for i in stack] for stack in stacks]

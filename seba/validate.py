@@ -155,12 +155,22 @@ def notes(params: Params) -> list[str]:
 
 def validate(root: Path) -> list[str]:
     """All problems found, as messages (empty when the params are usable)."""
+    return checked(root)[1]
+
+
+def checked(root: Path) -> tuple[Params | None, list[str]]:
+    """The params (None when the file itself is refused) and all problems found."""
     try:
         params = load_params(root / "params.yaml")
         load_theorem(root / "params.yaml")  # the `theorem` section (its stage reads it itself)
         check_baselines(params.baselines)  # each method's section, by its own module
     except ConfigError as exc:
-        return [str(exc)]
+        return None, [str(exc)]
+    return params, _checks(params, root)
+
+
+def _checks(params: Params, root: Path) -> list[str]:
+    """What the settings need from this machine and repository, and from each dataset's rows."""
     problems = _check_devices(params)
     for method in params.baselines.methods:  # what a listed method needs from this machine
         try:
@@ -202,13 +212,12 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"when all is well, write {STAMP} (what the `validate` stage does)")
     args = parser.parse_args(argv)
     root = args.root or repo_root()
-    problems = validate(root)
+    params, problems = checked(root)
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     if problems:
         return 2
     print(f"{root / 'params.yaml'} is valid")
-    params = load_params(root / "params.yaml")
     for note in notes(params) + memory_notes(params, root):
         print(f"note: {note}")
     if args.stamp and not ((root / STAMP).exists() and (root / STAMP).read_text() == STAMP_TEXT):
