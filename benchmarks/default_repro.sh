@@ -31,11 +31,12 @@ for rev in "${revs[@]}"; do
   if [ "${QUICK:-0}" = 1 ]; then
     python - <<'PY'
 import yaml
-p = yaml.safe_load(open("params.yaml"))
+from seba.config import ParamsLoader, dump_params
+p = yaml.load(open("params.yaml"), Loader=ParamsLoader)
 p["datasets"] = ["diabetes", "cmc", "karhunen"]
 p["pretrain"].update(ratios=[0.2, 0.5], max_epochs=20)
 p["evaluate"]["episodes"] = 20
-yaml.safe_dump(p, open("params.yaml", "w"), sort_keys=False)
+open("params.yaml", "w").write(dump_params(p))
 PY
   fi
   start=$(now); dvc repro > repro.log 2>&1; rc=$?; end=$(now)

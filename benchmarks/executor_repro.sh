@@ -21,12 +21,13 @@ export RAY_AUTH_MODE=disabled DVC_NO_ANALYTICS=1
 set_params() {
   python - "$@" <<'PY'
 import sys, yaml
-p = yaml.safe_load(open("params.yaml"))
+from seba.config import ParamsLoader, dump_params
+p = yaml.load(open("params.yaml"), Loader=ParamsLoader)
 p["datasets"] = ["diabetes", "cmc", "karhunen"]
 p["pretrain"].update(ratios=[0.2, 0.5], max_epochs=20, threads=int(sys.argv[2]))
 p["evaluate"]["episodes"] = 20
 p["executor"]["kind"] = sys.argv[1]
-yaml.safe_dump(p, open("params.yaml", "w"), sort_keys=False)
+open("params.yaml", "w").write(dump_params(p))
 PY
 }
 hashes() { find reports/episodes data/models -type f \( -name '*.csv' -o -name '*.pt' \) | sort | xargs md5sum | md5sum | cut -c1-12; }

@@ -46,7 +46,6 @@ import json
 import platform
 import re
 import runpy
-import shutil
 import sys
 import tarfile
 import time
@@ -63,7 +62,7 @@ def edit_params(text: str, settings: list[str]) -> str:
     after the run); YAML read as DVC reads it (seba.config.ParamsLoader)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from seba.config import ParamsLoader
+    from seba.config import ParamsLoader, dump_params
 
     params = yaml.load(text, Loader=ParamsLoader)
     for item in settings:
@@ -85,7 +84,7 @@ def edit_params(text: str, settings: list[str]) -> str:
                 raise SystemExit(f"params.yaml has no section {part!r} (in {key!r})")
             node = node[part]
         node[key.split(".")[-1]] = value
-    return yaml.safe_dump(params, sort_keys=False)
+    return dump_params(params)  # quoted where YAML 1.2 would read text as a number
 
 
 def run_stage(script: str, *args: str) -> float:

@@ -39,7 +39,7 @@ def main() -> None:
     import yaml
 
     import benchmarks.speed as speed
-    from seba.config import load_params
+    from seba.config import ParamsLoader, dump_params, load_params
     from seba.data import make_split, save_splits
     from seba.pretrain_stage import prepare
 
@@ -53,9 +53,9 @@ def main() -> None:
     table = speed.checked_table(args.dataset, params)[0]
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp)
-        raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+        raw = yaml.load((ROOT / "params.yaml").read_text(), Loader=ParamsLoader)
         raw.update(seeds=list(range(args.seeds)), datasets=[args.dataset])
-        (repo / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+        (repo / "params.yaml").write_text(dump_params(raw))
         shutil.copy(ROOT / "dvc.yaml", repo / "dvc.yaml")
         for folder in ("processed", "splits"):
             (repo / "data" / folder).mkdir(parents=True)

@@ -37,13 +37,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def tiny_params(work: Path, datasets: list[str]) -> None:
-    params = yaml.safe_load((work / "params.yaml").read_text())
+    from seba.config import ParamsLoader, dump_params
+
+    params = yaml.load((work / "params.yaml").read_text(), Loader=ParamsLoader)
     params["seeds"] = [0]
     params["datasets"] = datasets
     params["pretrain"].update({"max_epochs": 1, "patience": 1})
     params["evaluate"]["episodes"] = 2
     params["baselines"]["methods"] = ["knn", "logreg"]
-    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    (work / "params.yaml").write_text(dump_params(params))
 
 
 def checkout(rev: str | None, work: Path) -> None:

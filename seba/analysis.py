@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 
 from seba import paths
-from seba.config import AnalysisConfig, Params
+from seba.config import AnalysisConfig, Params, dump_params
 from seba.data import EncodedTable, load_split, scale
 from seba.errors import DataError
 from seba.objective import expand_mask, masked_group_count, sample_group_mask
@@ -311,8 +311,6 @@ def report_markdown(table: pd.DataFrame, cfg: AnalysisConfig, seeds: tuple[int, 
 
 def write_report(fractions: list[dict], consistency: list[dict], params: Params, raw_params: dict,
                  out: Path) -> pd.DataFrame:
-    import yaml
-
     fraction, consistency = pd.DataFrame(fractions), pd.DataFrame(consistency)
     table = verdicts(fraction, consistency)
     for name, frame in (("knn_fraction.csv", fraction), ("label_consistency.csv", consistency),
@@ -322,6 +320,6 @@ def write_report(fractions: list[dict], consistency: list[dict], params: Params,
     figures(fraction, consistency, out)
     used = {key: raw_params[key] for key in ("seeds", "datasets", "analysis") if key in raw_params}
     used["pretrain.ratios"] = list(params.pretrain.ratios)
-    write_text(out / "params.yaml", yaml.safe_dump(used, sort_keys=False))
+    write_text(out / "params.yaml", dump_params(used))
     write_text(out / "README.md", report_markdown(table, params.analysis, params.seeds))
     return table

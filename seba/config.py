@@ -540,6 +540,31 @@ def _yaml12_int(loader: ParamsLoader, node) -> int:
 ParamsLoader.add_constructor(_YAML + "int", _yaml12_int)
 
 
+class ParamsDumper(yaml.SafeDumper):
+    """YAML that ``ParamsLoader`` (and DVC) read back as the values written: PyYAML quotes the
+    text that YAML 1.1 would take for a number or a boolean, but writes ``1e3``, ``0o10`` or
+    ``-.5`` plain, which YAML 1.2 reads as numbers; such text is quoted here."""
+
+
+def _text(dumper: ParamsDumper, value: str):
+    try:
+        plain = yaml.load(value, Loader=ParamsLoader) == value  # noqa: S506 (ParamsLoader is a SafeLoader)
+    except (yaml.YAMLError, ConfigError):
+        plain = False
+    node = dumper.represent_str(value)
+    if not plain and node.style is None and "\n" not in value:
+        node.style = "'"
+    return node
+
+
+ParamsDumper.add_representer(str, _text)
+
+
+def dump_params(params: Any) -> str:
+    """``params`` as params.yaml text (keys in their order) that DVC and the stages read back unchanged."""
+    return yaml.dump(params, Dumper=ParamsDumper, sort_keys=False, allow_unicode=True)
+
+
 def read_params_file(path: str | Path = "params.yaml") -> Any:
     """The parsed YAML of a params file (``ParamsLoader``); a missing or unparsable one is a ConfigError."""
     path = Path(path)

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from seba import paths
 from seba.baselines.base import load_method
-from seba.config import read_params_file
+from seba.config import dump_params, read_params_file
 from seba.errors import DataError
 from seba.evaluate import ENSEMBLE, summarise
 from seba.runtime import atomic_path, write_json, write_text
@@ -321,5 +320,5 @@ def write_reports(params, root: Path) -> tuple[dict, dict]:
                 metrics[f"rank_{shot}shot_{method}"] = round(float(rank), 4)
         write_json(paths.report(root, "summary.json"), metrics)
     raw_params = read_params_file(root / "params.yaml")
-    write_text(paths.report(root, "params_used.yaml"), yaml.safe_dump(raw_params, sort_keys=False))
+    write_text(paths.report(root, "params_used.yaml"), dump_params(raw_params))
     return metrics, run_info

@@ -184,6 +184,26 @@ def test_params_are_read_as_dvc_reads_them():
         (root / "params.yaml").read_text(), "params.yaml")
 
 
+def test_params_written_by_the_pipeline_read_back_unchanged():
+    """Text that YAML 1.2 would read as a number (`1e3`, `0o10`, `-.5`), written by PyYAML plain,
+    is quoted: a params file the pipeline writes (reports/params_used.yaml, the GPU runs' edits)
+    reads back, by DVC and by the stages, as the values that were written."""
+    import yaml
+    from dvc.utils.serialize import parse_yaml
+
+    from seba.config import ParamsLoader, dump_params
+
+    texts = [s for s in SCALARS if not s.startswith(("[", "{", "'"))] + ["", "a b", "caf\u00e9", "x: y", "- 1"]
+    values = {"texts": texts, "numbers": [1e-4, 1e-10, 1000.0, float("inf"), -0.0, 3, -7, True, False, None],
+              "nested": {"seeds": [0, 10], "lr": 0.001, "name": "1e3"}}
+    text = dump_params(values)
+    assert yaml.load(text, Loader=ParamsLoader) == values
+    assert parse_yaml(text, "params.yaml") == values
+    assert "- '1e3'" in text and "- '-.5'" in text and "- a b" in text  # quoted only where needed
+    raw = read_params_file(Path(__file__).resolve().parents[1] / "params.yaml")
+    assert yaml.load(dump_params(raw), Loader=ParamsLoader) == raw
+
+
 def test_params_that_are_not_utf8_name_the_byte_and_line(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_bytes(b"seeds: [0]\n# caf\xe9\n")
