@@ -10,11 +10,14 @@ the table's own values over them):
 1. Ray's fixed costs: starting a local instance (``ray.init``, as a stage without a cluster
    address does), the first task (a worker process starting and importing torch and seba), and
    ``ray.shutdown``.
-2. Pretraining ``--seeds`` seeds of one table and ratio (``--max-epochs`` caps the epochs):
+2. Pretraining ``--seeds`` seeds of one table and ratio (``--max-epochs`` caps the epochs), each
+   seed given as its split of the table as the stage gives it (``seba.pretrain.ScaledSplit``):
    ``local``, the stage's plan (``pretrain.workers`` processes of stacks, spawned per stage),
    against ``ray``, one task per seed chunk (``executor.cpus_per_task`` CPUs each) on the running
-   instance. Wall seconds (median of ``--repeats``, alternating), the ratio, and whether every
-   seed's weights are equal bit for bit.
+   instance, the table put into the object store once as the stage puts it. Wall seconds (median
+   of ``--repeats``, alternating), the ratio, and whether every seed's weights are equal bit for
+   bit; then the same Ray tasks with the table sent inside each task's seeds instead, and the
+   bytes each task's arguments pickle to both ways.
 3. One baseline (``--baseline``) on the same seeds, fitted and scored on 100 episodes per shot:
    the same comparison.
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import pickle
 import statistics
 import sys
 import time
@@ -51,9 +55,10 @@ def main() -> None:
 
     from seba.baselines.base import evaluate_baseline, load_method, method_config
     from seba.config import load_params
-    from seba.data import encode_table, load_snapshot, make_split, scale
+    from seba.data import encode_table, load_snapshot, make_split
     from seba.executor import RayExecutor, chunks
-    from seba.pretrain import SeedData, member_bytes, plan_stacks, plan_workers, pretrain_many, train_chunk
+    from seba.pretrain import (ScaledSplit, SeedData, member_bytes, plan_stacks, plan_workers, pretrain_many,
+                               train_chunk, without_table)
     from seba.tracking import NullTracker
 
     params = load_params(ROOT / "params.yaml")
@@ -64,11 +69,10 @@ def main() -> None:
     splits, members = {}, []
     for seed in range(args.seeds):
         split = make_split(table.y, seed, params.split.test_fraction, params.split.val_fraction)
-        X = scale(table, split.train)
         splits[seed] = split
-        members.append(SeedData(X[split.train], X[split.val], seed, f"seed {seed}"))
+        members.append(SeedData(None, None, seed, f"seed {seed}", ScaledSplit(table, split.train, split.val, cfg.normalise)))
     cpu = torch.device("cpu")
-    print(f"{args.dataset}: {len(members[0].x_train)} train rows, {table.X.shape[1]} columns, {args.seeds} seeds, "
+    print(f"{args.dataset}: {members[0].n_train} train rows, {table.X.shape[1]} columns, {args.seeds} seeds, "
           f"r = {args.ratio}, at most {args.max_epochs} epochs; torch {torch.__version__}")
 
     # 1. Ray's fixed costs
@@ -93,23 +97,32 @@ def main() -> None:
 
     # 2. pretraining
     workers, threads = plan_workers(cfg, args.seeds, cpu)
-    stacks = plan_stacks(args.seeds, workers, member_bytes(len(members[0].x_train), len(members[0].x_val),
+    stacks = plan_stacks(args.seeds, workers, member_bytes(members[0].n_train, members[0].n_val,
                                                           table.X.shape[1], cfg), cfg, cpu)
     jobs = [{"members": [members[i] for i in stack], "groups": table.groups, "ratio": args.ratio, "cfg": cfg,
              "device": cpu, "label": "local"} for stack in stacks]
     parts = chunks(members, tasks)
-    pieces = [(part, table.groups, args.ratio, cfg, "ray") for part in parts]
+    table_ref = executor.put(table)
+    pieces = [(without_table(part), table.groups, args.ratio, cfg, "ray", table_ref) for part in parts]
+    with_table = [(part, table.groups, args.ratio, cfg, "ray") for part in parts]
 
     def local_pretrain():
         return [r for stack in pretrain_many(jobs, workers, threads) for r in stack]
 
-    def ray_pretrain():
+    def ray_pretrain(pieces=pieces):
         return [r for results, _ in executor.map(train_chunk, pieces, [f"chunk {i}" for i in range(tasks)], gpus)
                 for r in results]
 
     print(f"\n2. pretraining: local = {len(stacks)} stack(s) in {workers} process(es) of {threads} thread(s); "
           f"ray = {tasks} task(s) of {executor_cfg.cpus_per_task} CPU(s)")
     compare(args.repeats, local_pretrain, ray_pretrain, same_weights)
+    print("   the table with each task's seeds instead (before the stage put it once), against once:")
+    compare(args.repeats, lambda: ray_pretrain(with_table), ray_pretrain, same_weights,
+            names=("with each task", "put once"))
+    sizes = [(len(pickle.dumps(a[0])), len(pickle.dumps(b[0]))) for a, b in zip(with_table, pieces)]
+    print(f"   each task's seeds pickle to {', '.join(size(a) for a, _ in sizes)} with the table "
+          f"({size(table.X.nbytes)} of rows), {', '.join(size(b) for _, b in sizes)} without it "
+          f"(the table: once per node)")
 
     # 3. a baseline
     method = load_method(args.baseline)
@@ -148,6 +161,10 @@ def join_running(address: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def size(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
+
+
 def same_weights(a, b) -> bool:
     import torch
 
@@ -155,18 +172,19 @@ def same_weights(a, b) -> bool:
                                                      for k in x.encoder_state) for x, y in zip(a, b))
 
 
-def compare(repeats: int, local, remote, same) -> None:
-    times = {"local": [], "ray": []}
+def compare(repeats: int, local, remote, same, names: tuple[str, str] = ("local", "ray")) -> None:
+    a, b = names
+    times = {a: [], b: []}
     outputs = {}
     for _ in range(repeats):
-        for name, fn in (("local", local), ("ray", remote)):
+        for name, fn in ((a, local), (b, remote)):
             start = time.perf_counter()
             outputs[name] = fn()
             times[name].append(time.perf_counter() - start)
-    loc, ray_ = statistics.median(times["local"]), statistics.median(times["ray"])
-    print(f"   local {loc:.2f} s   ray {ray_:.2f} s   ray / local {ray_ / loc:.2f}   "
-          f"(each: {', '.join(f'{t:.2f}' for t in times['local'])} | {', '.join(f'{t:.2f}' for t in times['ray'])})"
-          f"   identical outputs: {same(outputs['local'], outputs['ray'])}")
+    first, second = statistics.median(times[a]), statistics.median(times[b])
+    print(f"   {a} {first:.2f} s   {b} {second:.2f} s   {b} / {a} {second / first:.2f}   "
+          f"(each: {', '.join(f'{t:.2f}' for t in times[a])} | {', '.join(f'{t:.2f}' for t in times[b])})"
+          f"   identical outputs: {same(outputs[a], outputs[b])}")
 
 
 if __name__ == "__main__":

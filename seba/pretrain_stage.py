@@ -29,7 +29,7 @@ from seba.health import check_training
 from seba.objective import masked_group_count
 from seba.executor import RayExecutor, chunks, executor_for, placement_tags, stage_device
 from seba.pretrain import (PretrainResult, ScaledSplit, SeedData, encode, encoder_config, member_bytes, plan_stacks, plan_workers,
-                           pretrain_many, train_chunk)
+                           pretrain_many, shared_table, train_chunk, without_table)
 from seba.runtime import configure_threads, format_seconds, log, resolve_precision, save_checkpoint
 
 
@@ -216,7 +216,10 @@ def train(run: PretrainRun, tracker) -> None:
     elif run.executor is None:
         stacks = ((stack, None) for stack in pretrain_many(run.jobs, run.workers, run.worker_threads))
     else:
-        pieces = [(job["members"], job["groups"], job["ratio"], job["cfg"], job["label"]) for job in run.jobs]
+        table = shared_table(run.seeds)  # into the object store once, not with each task's seeds
+        ref = run.executor.put(table) if table is not None else None
+        pieces = [(without_table(job["members"]) if ref is not None else job["members"], job["groups"], job["ratio"],
+                   job["cfg"], job["label"], ref) for job in run.jobs]
         stacks = run.executor.map(train_chunk, pieces, [job["label"] for job in run.jobs], run.gpus_per_task)
     fresh, to_train = arrivals(stacks), len(run.seeds) - len(run.resumed)
     for i, data in enumerate(run.seeds):

@@ -149,6 +149,42 @@ def test_pretraining_as_ray_tasks_gives_the_local_weights(cluster):
     assert all(p["node_id"] == ray.get_runtime_context().get_node_id() for _, p in out)
 
 
+def test_seeds_given_as_splits_reach_their_tasks_with_the_table_put_once(cluster):
+    """A stage's seeds are splits of one table (seba.pretrain.ScaledSplit): the table goes into
+    the object store once and each task's seeds travel without it (their pickles hold no copy),
+    yet every task trains what the same seeds train here."""
+    import pickle
+
+    from seba.pretrain import ScaledSplit, shared_table, without_table
+
+    arrays, groups = seed_tables(n_seeds=1)
+    X = np.concatenate([arrays[0].x_train, arrays[0].x_val] * 20)
+    table = EncodedTable(X=X, y=np.zeros(len(X), dtype=np.int64), groups=groups, numeric=np.ones(8, bool),
+                         columns=np.array([f"c{j}" for j in range(8)]), encoded_names=np.array([f"c{j}" for j in range(8)]),
+                         classes=np.array(["a"]))
+    members = [SeedData(None, None, seed, label=f"seed {seed}", source=ScaledSplit(table, order[:180], order[180:240]))
+               for seed, order in enumerate(np.random.default_rng(s).permutation(len(X)) for s in range(3))]
+    cfg = dataclasses.replace(PretrainConfig(), encoder_hidden=32, encoder_out=16, projector_hidden=32,
+                              projector_out=16, batch_size=64, max_epochs=4, patience=2, device="cpu",
+                              progress_seconds=1e9)
+    torch.set_num_threads(1)
+    local = pretrain_stack(members, groups, 0.3, cfg, CPU)
+    assert shared_table(members) is table
+    sent = without_table(members)
+    assert all(m.source.table is None for m in sent) and all(m.source.table is table for m in members)
+    assert len(pickle.dumps(sent)) < table.X.nbytes / 5  # the splits, not the table
+    run = executor("cpu")
+    tasks, _ = run.plan(len(members))
+    ref = run.put(table)
+    out = list(run.map(train_chunk, [(without_table(part), groups, 0.3, cfg, f"chunk {i}", ref)
+                                     for i, part in enumerate(chunks(members, tasks))], [f"chunk {i}" for i in range(tasks)]))
+    remote = [result for results, _ in out for result in results]
+    assert len(remote) == 3
+    for a, b in zip(local, remote):
+        assert a.val_loss == b.val_loss and a.best_epoch == b.best_epoch
+        assert all(torch.equal(a.encoder_state[k], b.encoder_state[k]) for k in a.encoder_state)
+
+
 def separable_table(n_classes=3, per_class=40, dim=6):
     rng = np.random.default_rng(0)
     centres = rng.normal(size=(n_classes, dim)) * 4
