@@ -48,3 +48,22 @@ def check_openml_datasets(names, params) -> None:
     if unknown:
         raise SystemExit(f"error: params.yaml's sources have no OpenML dataset {', '.join(unknown)} "
                          f"(known: {', '.join(known)})")
+
+
+def read_csv(path, needs=(), what: str = "table"):
+    """The CSV at ``path`` as a DataFrame with the columns ``needs``, or a one-line exit naming
+    the file and what is wrong (unreadable, or no column ..., "not a WHAT")."""
+    import pandas as pd
+
+    if not Path(path).is_file():
+        raise SystemExit(f"error: no such file: {path}")
+    try:
+        table = pd.read_csv(path)
+    except (OSError, UnicodeDecodeError, EOFError, pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+        lines = str(exc).splitlines()
+        raise SystemExit(f"error: {path} cannot be read as a CSV file ({type(exc).__name__}: "
+                         f"{lines[0] if lines else ''})") from None
+    missing = [c for c in needs if c not in table.columns]
+    if missing:
+        raise SystemExit(f"error: {path} has no column {', '.join(missing)}: not a {what}")
+    return table

@@ -92,15 +92,11 @@ def cells(means: pd.DataFrame) -> pd.DataFrame:
 
 def members(episodes: list[Path]) -> pd.DataFrame:
     """SeBA's ensemble and each ratio's encoder: mean of the seed means and its standard error."""
+    from benchmarks.entry import read_csv
+
     rows = []
     for path in episodes:
-        try:
-            frame = pd.read_csv(path)
-        except (OSError, UnicodeDecodeError, EOFError, pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
-            raise SystemExit(f"{path}: cannot be read as a CSV file ({type(exc).__name__}: {exc})") from None
-        missing = {"seed", "shot", "member", "accuracy"} - set(frame.columns)
-        if missing:
-            raise SystemExit(f"{path}: not an episodes file of the evaluate stage (no column {', '.join(sorted(missing))})")
+        frame = read_csv(path, ("member", "seed", "shot", "accuracy"), "an episodes file of the evaluate stage")
         if frame.empty:
             raise SystemExit(f"{path}: no episodes (a header only)")
         accuracy = pd.to_numeric(frame["accuracy"], errors="coerce")

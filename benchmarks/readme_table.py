@@ -114,15 +114,10 @@ def replace(readme: str, new_block: str) -> str:
 
 def read_table(path: Path, needs: tuple[str, ...]) -> pd.DataFrame:
     """The CSV at ``path`` with the columns ``needs``, or a one-line exit naming what is wrong."""
-    try:
-        table = pd.read_csv(path)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise SystemExit(f"error: cannot read {path}: {str(exc).splitlines()[0]}") from None
-    missing = [c for c in needs if c not in table.columns]
-    if missing:
-        raise SystemExit(f"error: {path} has no column {', '.join(missing)}: not a "
-                         + ("protocol_cells.py cells.csv" if "diff_in_se" in needs else "reports/results.csv") + " table")
-    return table
+    from benchmarks.entry import read_csv
+
+    return read_csv(path, needs, "protocol_cells.py cells.csv table" if "diff_in_se" in needs
+                    else "reports/results.csv table")
 
 
 def main() -> None:

@@ -98,7 +98,7 @@ def test_readme_table_refuses_bad_inputs_and_a_partial_or_foreign_write(tmp_path
                               capture_output=True, text=True)
         return done.returncode, done.stdout + done.stderr
 
-    for args, message in (((tmp_path / "nope.csv",), "error: cannot read"),
+    for args, message in (((tmp_path / "nope.csv",), "error: no such file"),
                           (("reports/comparison.csv",), "has no column member, seeds, episodes: not a reports/results.csv table"),
                           (("--protocol", "reports/results.csv"), "not a protocol_cells.py cells.csv table"),
                           ((partial,), "has no ensemble results for dna, income, karhunen, optdigits, pixel, semeion"),
