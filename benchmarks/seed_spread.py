@@ -1,12 +1,14 @@
 """Per-seed ensemble accuracies of a multi-seed run, beside the paper: how far single seeds
 move a cell, and whether the mean over seeds meets the fidelity target.
 
-Usage (repository root, after `dvc repro`): python benchmarks/seed_spread.py [--markdown]
+Usage (repository root, after `dvc repro`): python benchmarks/seed_spread.py [--markdown] [--csv PATH]
 
 Reads `reports/episodes/<dataset>.csv` for the datasets and shots in params.yaml and the paper's
 values in `data/reference/paper_results.csv`. For each dataset x shot: the ensemble's mean
 accuracy over the episodes of each seed, the mean over seeds, the standard error of that mean
-from the spread of the seed means, and the difference to the paper's SeBA value.
+from the spread of the seed means, and the difference to the paper's SeBA value. ``--csv PATH``
+also writes the table (columns dataset, shot, seed_<n>..., mean, se, paper, diff; two decimals,
+the difference signed), as the experiments' `seed_means.csv` files hold it.
 """
 
 import argparse
@@ -27,6 +29,7 @@ from seba.report import load_paper  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--csv", type=Path, metavar="PATH", help="also write the table to PATH")
     args = parser.parse_args()
     params = load_params(ROOT / "params.yaml")
     paper = load_paper(ROOT / "data" / "reference" / "paper_results.csv")
@@ -52,6 +55,10 @@ def main() -> None:
                   f" | {r['mean']:.2f} | {r['se']:.2f} | {r['paper']:.2f} | {r['diff']:+.2f} |")
     else:
         print(table.round(2).to_string(index=False))
+    if args.csv:
+        csv = table.rename(columns={s: s.replace(" ", "_") for s in seeds}).round(2)
+        csv["diff"] = [f"{d:+.2f}" for d in table["diff"]]
+        csv.to_csv(args.csv, index=False, float_format="%.2f")
     ok = table["diff"] >= -2
     print(f"\n{int(ok.sum())} of {len(table)} cells within 2 points of the paper or above; mean |diff| "
           f"{table['diff'].abs().mean():.2f}; mean diff {table['diff'].mean():+.2f}; mean SE of a cell "

@@ -74,3 +74,21 @@ def test_a_broken_link_is_found(tmp_path):
 def test_every_relative_link_in_the_markdown_resolves():
     bad = broken_links(markdown_files())
     assert not bad, "broken links:\n" + "\n".join(bad)
+
+
+def test_the_experiments_index_names_the_documents_that_cite_each_folder():
+    """reports/experiments/README.md's "cited in" column lists exactly the README and docs/ pages
+    that name the folder (a page that stops citing a run, or starts to, updates the index)."""
+    index = ROOT / "reports" / "experiments" / "README.md"
+    pages = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
+    texts = {("README" if p.parent == ROOT else f"docs/{p.name}"): p.read_text(encoding="utf-8") for p in pages}
+    rows = re.findall(r"^\| \[([\w.-]+)/\]\(\1/\) \| .* \| ([^|]*) \|$", index.read_text(encoding="utf-8"), flags=re.M)
+    folders = sorted(p.name for p in index.parent.iterdir() if p.is_dir())
+    assert sorted(f for f, _ in rows) == folders, "every experiments folder has one row"
+    wrong = []
+    for folder, cited in rows:
+        named = re.compile(rf"(?<![\w-]){re.escape(folder)}(?![\w-])(?!\.py)")
+        actual = [name for name, text in texts.items() if named.search(text)]
+        if [c.strip() for c in cited.split(",") if c.strip()] != actual:
+            wrong.append(f"{folder}: the index says {cited.strip()!r}, cited in {', '.join(actual) or 'nothing'}")
+    assert not wrong, "\n".join(wrong)
