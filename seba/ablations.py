@@ -38,8 +38,10 @@ import yaml
 
 from seba import paths
 from seba.config import ParamsLoader, parse_params, read_params_file
+from seba.baselines.base import check_baselines
 from seba.errors import ConfigError
 from seba.runtime import atomic_path, repo_root, write_text
+from seba.validate import data_problems, machine_problems
 
 # ----------------------------------------------------------------------------- the variant table
 # The ablation switches and their values in the paper's SeBA (the default row of every ablation).
@@ -193,14 +195,25 @@ def identify(params: dict[str, Any]) -> str | None:
 
 
 def override_text(value: Any) -> str:
-    """A value as `dvc exp run -S key=value` (Hydra's override grammar) reads it."""
+    """A value as `dvc exp run -S key=value` (Hydra's override grammar) reads it back: null,
+    booleans, numbers (floats to the last digit), text always quoted (so ``,``, spaces, ``null``
+    or ``1e3`` stay text), lists; tests/test_ablations.py checks the round trip through DVC's own
+    parser."""
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(override_text(v) for v in value) + "]"
     if isinstance(value, float):
-        return format(value, "g")
-    return str(value)
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        # Hydra's quoted text: a backslash is an escape only before a quote (or the closing one) or ${
+        text = re.sub(r"(\\+)(?='|$|\$\{)", lambda m: m.group(1) * 2, value).replace("'", "\\'")
+        return "'" + text.replace("${", "\\${") + "'"  # ${...}: no interpolation
+    raise ValueError(f"{value!r}: no `dvc exp run -S` text for a {type(value).__name__}")
 
 
 # ----------------------------------------------------------------------------- queue
@@ -229,8 +242,19 @@ def parse_set(items: Iterable[str]) -> dict[str, Any]:
             raise SystemExit(f"error: --set {key}: an ablation switch is set by the variant table, not for all")
         if key in ("seeds", "datasets"):
             raise SystemExit(f"error: --set {key}: use --{key}")
-        out[key] = yaml.load(text, Loader=ParamsLoader)  # as DVC reads the value it is given
+        value = yaml.load(text, Loader=ParamsLoader)  # as DVC reads the value it is given
+        if isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value)):
+            raise SystemExit(f"error: --set {item}: give each setting its own key (e.g. --set {key}.NAME=VALUE): "
+                             f"DVC's -S would replace the whole section, dropping the keys not given")
+        out[key] = value
     return out
+
+
+def check_prefix(prefix: str) -> None:
+    """Experiment names are git references: PREFIX-<variant> must be one."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", prefix) or ".." in prefix or prefix.endswith((".", ".lock")):
+        raise SystemExit(f"error: --prefix {prefix!r}: experiment names are git references; use letters, digits "
+                         f"and '-', '_', '.' (first a letter or digit; no '..', no '.' or '.lock' at the end)")
 
 
 def plan(ablations: Iterable[str] | None = None, seeds: Iterable[int] = PAPER_SEEDS,
@@ -295,9 +319,11 @@ def check_site_cache(root: Path) -> None:
 
 def check_plans(plans: list[Plan], root: Path) -> None:
     """Every experiment's params (params.yaml with its overrides) checked as its `validate` stage
-    will check them, before anything is queued: a bad --set value is one error now, not a failed
-    run of every experiment."""
+    will check them, before anything is queued: the file's keys and values, what they need of
+    this machine, and (where a table is at hand) its rows against the splits and shots. A bad
+    --set value is one error now, not a failed run of every experiment."""
     base = read_params_file(root / "params.yaml")
+    seen: dict[str, list[str]] = {}
     for p in plans:
         raw = copy.deepcopy(base)
         for key, value in p.overrides.items():
@@ -307,14 +333,26 @@ def check_plans(plans: list[Plan], root: Path) -> None:
                 if not isinstance(node.get(part), dict):
                     node[part] = {}
                 node = node[part]
-            node[last] = value
+            node[last] = copy.deepcopy(value)
         try:
-            parse_params(raw)
+            params = parse_params(raw)
+            check_baselines(params.baselines)
         except ConfigError as exc:
             raise SystemExit(f"error: {p.name} would fail its validate stage, so nothing was queued: {exc}") from None
+        rows = json.dumps([params.datasets, params.seeds, params.evaluate.shots, raw.get("split"), raw.get("sources"),
+                           raw.get("fetch")], sort_keys=True, default=str)  # all the rows' checks read
+        machine = json.dumps([raw.get("pretrain", {}).get("device"), raw.get("executor"), raw.get("baselines")],
+                             sort_keys=True, default=str)
+        for key, check in ((rows, lambda: data_problems(params, root, say=None)), (machine, lambda: machine_problems(params))):
+            if key not in seen:
+                seen[key] = check()
+            if seen[key]:
+                raise SystemExit(f"error: {p.name} would fail its validate stage, so nothing was queued: "
+                                 + "; ".join(seen[key]))
 
 
 def queue(args: argparse.Namespace) -> int:
+    check_prefix(args.prefix)
     root = repo_root()
     check_site_cache(root)
     try:

@@ -171,6 +171,22 @@ def checked(root: Path) -> tuple[Params | None, list[str]]:
 
 def _checks(params: Params, root: Path) -> list[str]:
     """What the settings need from this machine and repository, and from each dataset's rows."""
+    return machine_problems(params) + data_problems(params, root)
+
+
+def data_problems(params: Params, root: Path, say=print) -> list[str]:
+    """A readable snapshot manifest where a table may come from it, then ``row_problems``."""
+    if params.fetch.source != "openml" and any(not params.sources[d].is_local for d in params.datasets):
+        try:
+            read_manifest(root / paths.SNAPSHOT)
+        except DataError as exc:
+            return [str(exc)]  # the rows' checks would only repeat it
+    return row_problems(params, root, say)
+
+
+def machine_problems(params: Params) -> list[str]:
+    """What the settings need from this machine: devices, each listed method's setup, a Ray
+    cluster that answers."""
     problems = _check_devices(params)
     for method in params.baselines.methods:  # what a listed method needs from this machine
         try:
@@ -184,22 +200,26 @@ def _checks(params: Params, root: Path) -> list[str]:
             probe_address(address, "executor.address" if given is not None else "$RAY_ADDRESS")
         except ConfigError as exc:
             problems.append(str(exc))
-    if params.fetch.source != "openml" and any(not params.sources[d].is_local for d in params.datasets):
-        try:
-            read_manifest(root / paths.SNAPSHOT)
-        except DataError as exc:
-            return problems + [str(exc)]
+    return problems
+
+
+def row_problems(params: Params, root: Path, say=print) -> list[str]:
+    """For every dataset whose table is at hand, what its rows say of the settings: every part of
+    every seed's split holds every class, and the test part serves the largest shot. ``say``
+    (None: quiet) reports each dataset's outcome."""
+    say = say or (lambda *_: None)
+    problems = []
     for name in params.datasets:
         try:
             y, classes, where = _labels(name, params, root)
             if y is None:
-                print(f"  {name}: not fetched yet and not in the snapshot; row-level checks skipped")
+                say(f"  {name}: not fetched yet and not in the snapshot; row-level checks skipped")
                 continue
             for seed in params.seeds:
                 split = make_split(y, seed, params.split.test_fraction, params.split.val_fraction, name, classes)
                 check_shots(y[split.test], classes, params.evaluate.shots, name, seed, y, params.split.test_fraction)
-            print(f"  {name}: {len(y)} rows, {len(classes)} classes ({where}): splits and shots OK "
-                  f"for {len(params.seeds)} seed(s)")
+            say(f"  {name}: {len(y)} rows, {len(classes)} classes ({where}): splits and shots OK "
+                f"for {len(params.seeds)} seed(s)")
         except (ConfigError, DataError) as exc:
             problems.append(str(exc))
     return problems

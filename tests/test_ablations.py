@@ -4,6 +4,7 @@ import copy
 import json
 import math
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -75,12 +76,12 @@ def test_queue_plans_one_dvc_exp_run_per_experiment():
         assert set(ab.DEFAULTS) <= set(o)  # every switch set: the experiment is what its name says
     assert opts[ab.DEFAULT]["pretrain.ratios"] == "[0.1,0.2,0.3,0.4,0.5]"
     assert opts["ratio-0.1"]["pretrain.ratios"] == "[0.1]"
-    assert opts["ratio-random"]["pretrain.ratios"] == "[random]"
+    assert opts["ratio-random"]["pretrain.ratios"] == "['random']"
     assert opts["cond-no"]["pretrain.conditioned"] == "false" and opts[ab.DEFAULT]["pretrain.conditioned"] == "true"
     assert opts["prep-raw-marginal"]["pretrain.normalise"] == "false"
-    assert opts["prep-raw-marginal"]["pretrain.fill"] == "marginal"
-    assert opts["head-finetune"]["evaluate.head"] == "finetune"
-    assert opts["enc-ft"]["pretrain.encoder"] == "ft_transformer"
+    assert opts["prep-raw-marginal"]["pretrain.fill"] == "'marginal'"
+    assert opts["head-finetune"]["evaluate.head"] == "'finetune'"
+    assert opts["enc-ft"]["pretrain.encoder"] == "'ft_transformer'"
     assert "ratio_mode: Ratio 0.1" in plans[[p.slug for p in plans].index("ratio-0.1")].message
 
 
@@ -91,7 +92,7 @@ def test_queue_options():
                                                                                   "random")]
     opts = options(plans)
     assert opts["default"]["evaluate.shots"] == "[5]"  # only the shots the chosen ablations report
-    assert all(o["seeds"] == "[3,4]" and o["datasets"] == "[cmc,dna]" and o["evaluate.episodes"] == "20"
+    assert all(o["seeds"] == "[3,4]" and o["datasets"] == "['cmc','dna']" and o["evaluate.episodes"] == "20"
                for o in opts.values())
     assert [p.slug for p in ab.plan(only=["head-nn-cos", "ratio-0.2"])] == ["ratio-0.2", "head-nn-cos"]
     with pytest.raises(SystemExit):
@@ -178,6 +179,47 @@ def test_a_bad_set_value_queues_nothing(monkeypatch):
                                          r"params.yaml: 'evaluate.probe_lr' must be > 0, got -1.0"):
         ab.main(["queue", "--only", "default", "ratio-0.2", "--set", "evaluate.probe_lr=-1"])
     assert calls == []
+
+
+OVERRIDES = [None, True, False, 0, -3, 10**12, 1e-4, 0.00012345678, 1000.0, float("inf"), -0.0, "auto", ",", " ",
+             "a b", "it's", "1e3", "null", "true", "010", "caf\u00e9", "back\\slash", "end\\", "\\'", "${x}",
+             "x\\${y}", "x:y", "a=b", "[1]", "", [0, 1, 2], [0.2, 0.5], ["knn", "logreg"], [], [None, "x, y"]]
+
+
+def test_set_values_reach_the_experiments_as_given(tmp_path):
+    """`-S key=VALUE` as queue writes it is read back by DVC's own override parser as the value
+    given: null stays null, text stays text (',' ' ', 'null', '1e3', quotes, backslashes, ${}),
+    floats keep every digit."""
+    from dvc.utils.hydra import apply_overrides
+
+    from seba.config import ParamsLoader, dump_params
+
+    path = tmp_path / "params.yaml"
+    for value in OVERRIDES:
+        path.write_text(dump_params({"k": "old", "other": 1}))
+        apply_overrides(path, [f"k={ab.override_text(value)}"])
+        back = yaml.load(path.read_text(), Loader=ParamsLoader)
+        assert back == {"k": value, "other": 1} and type(back["k"]) is type(value), (value, ab.override_text(value))
+    with pytest.raises(ValueError, match="no `dvc exp run -S` text"):
+        ab.override_text({"a": 1})
+
+
+def test_set_refuses_a_whole_section_and_queue_a_prefix_that_is_no_experiment_name(monkeypatch):
+    for bad in ("pretrain={max_epochs: 5}", "sources.cmc.pretrain={lr: 0.1}", "x=[[1], [2]]"):
+        with pytest.raises(SystemExit, match="give each setting its own key"):
+            ab.parse_set([bad])
+    assert ab.parse_set(["executor.gpus_per_task=null"]) == {"executor.gpus_per_task": None}
+    for prefix in ("a b", "", "a/b", "x:y", "-x", "a..b", "x.lock", "x."):
+        with pytest.raises(SystemExit, match="experiment names are git references"):
+            ab.main(["queue", "--dry-run", f"--prefix={prefix}", "--only", "default"])
+
+
+def test_queue_checks_the_rows_as_each_validate_stage_would(capsys):
+    """A split whose test part cannot serve the shots fails every experiment's validate stage:
+    refused before anything is queued, naming the class (the table from the offline snapshot)."""
+    with pytest.raises(SystemExit, match=r"abl-default would fail its validate stage, so nothing was queued: .*diabetes"):
+        ab.main(["queue", "--dry-run", "--only", "default", "--datasets", "diabetes", "--set", "split.test_fraction=0.01"])
+    assert ab.main(["queue", "--dry-run", "--only", "default", "--datasets", "diabetes"]) == 0
 
 
 def test_a_failed_experiment_fails_queue_run_though_dvc_exits_0(monkeypatch, capsys):
@@ -272,6 +314,8 @@ def test_queue_warns_about_experiments_left_running_by_a_dead_worker(tmp_path, m
     (folder / "dvc-exp-worker-1.json").write_text(json.dumps({"pid": 2 ** 22 + 12345, "returncode": None}))
     monkeypatch.setattr(ab, "repo_root", lambda: tmp_path)
     (tmp_path / "params.yaml").write_text((ROOT / "params.yaml").read_text())  # what queue checks the plans with
+    shutil.copytree(ROOT / "data" / "snapshot", tmp_path / "data" / "snapshot",  # and the tables' rows
+                    ignore=shutil.ignore_patterns("fashion.parquet"))
     monkeypatch.setattr(ab, "dvc_json", lambda args, root: show_of(show_entry("old-ratio-0.2", "ratio-0.2", state="running")))
     monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: type("R", (), {"returncode": 0}))
     monkeypatch.delenv("DVC_SITE_CACHE_DIR", raising=False)
