@@ -282,43 +282,115 @@ def agreement(cells: pd.DataFrame, column: str, shots: list) -> str:
             f"means over the datasets {means} (paper {paper_means}).")
 
 
+EPISODE_COLUMNS = ("seed", "shot", "episode", "member", "accuracy", "balanced_accuracy", "support_hash")
+
+
+def _span(values) -> str:
+    values = sorted(int(v) for v in set(values))
+    if not values:
+        return "none"
+    return f"{values[0]}–{values[-1]}" if values == list(range(values[0], values[-1] + 1)) and len(values) > 2 else \
+        ", ".join(map(str, values))
+
+
+def read_episodes(path: Path, stage: str, params, root: Path | None = None) -> pd.DataFrame:
+    """An episodes file of ``stage`` (evaluate@<ds> or baseline@<method>-<ds>), checked before any
+    report is written: readable, its columns, a number in [0, 100] for every accuracy, and every
+    member scored once on each of params.yaml's seeds × shots × episodes (a file cut short, or
+    written by a run with other seeds, shots or episodes, is named with the stage to rerun);
+    ``root``: the repository, whose path the messages leave out."""
+    rerun = f"rerun {stage} (`dvc repro {stage}`)"
+    source, path = path, (path.relative_to(root) if root is not None and path.is_relative_to(root) else path)
+    try:
+        frame = pd.read_csv(source)
+    except (OSError, UnicodeDecodeError, pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+        reason = str(exc).strip().splitlines()
+        raise DataError(f"{path} cannot be read ({type(exc).__name__}{': ' + reason[0] if reason else ''}): "
+                        f"{rerun}") from None
+    missing = [c for c in EPISODE_COLUMNS if c not in frame.columns]
+    if missing:
+        raise DataError(f"{path} has no column {', '.join(missing)}: not an episodes file of {stage}; {rerun}")
+    if frame.empty:
+        raise DataError(f"{path} holds no episodes: {rerun}")
+    for column in ("seed", "shot", "episode", "accuracy", "balanced_accuracy"):
+        values = pd.to_numeric(frame[column], errors="coerce")
+        bad = values.isna() | ~np.isfinite(values) | (values < 0)
+        if column in ("accuracy", "balanced_accuracy"):
+            bad |= values > 100
+        else:
+            bad |= ~bad & (values != values.round())
+        if bad.any():
+            row = int(bad.to_numpy().argmax())
+            raise DataError(f"{path}: {int(bad.sum())} {column} value(s) are not "
+                            + ("accuracies in [0, 100]" if "accuracy" in column else "whole numbers")
+                            + f" (first on line {row + 2}: {frame[column].iloc[row]!r}; a file cut short?): {rerun}")
+        frame[column] = values.astype(float if "accuracy" in column else np.int64)
+    keys = ["seed", "shot", "episode", "member"]
+    twice = frame.duplicated(keys)
+    if twice.any():
+        row = frame[twice].iloc[0]
+        raise DataError(f"{path}: {int(twice.sum())} episode(s) appear twice (first: {row['member']} seed "
+                        f"{row['seed']}, {row['shot']}-shot, episode {row['episode']}): {rerun}")
+    seeds, shots, episodes = set(params.seeds), set(params.evaluate.shots), params.evaluate.episodes
+    for member, part in frame.groupby("member", sort=False):
+        problems = []
+        if set(part["seed"]) != seeds:
+            problems.append(f"seeds {_span(part['seed'])} (params.yaml's seeds: {_span(seeds)})")
+        if set(part["shot"]) != shots:
+            problems.append(f"shots {_span(part['shot'])} (evaluate.shots: {_span(shots)})")
+        counts = part.groupby(["seed", "shot"]).size()
+        if not problems and (len(counts) != len(seeds) * len(shots) or (counts != episodes).any()
+                             or set(part["episode"]) != set(range(episodes))):
+            problems.append(f"{counts.min()}–{counts.max()} episodes per seed and shot, episodes {_span(part['episode'])} "
+                            f"(evaluate.episodes: {episodes})")
+        if problems:
+            raise DataError(f"{path}: {member} holds {'; '.join(problems)}: written by another run, or cut "
+                            f"short; {rerun}")
+    return frame
+
+
 def write_reports(params, root: Path) -> tuple[dict, dict]:
     """The aggregate stage's outputs under reports/ (results, comparison with the baselines,
     summary metrics, figures, the params used), from every dataset's episodes; returns the
-    summary metrics and the run's description. Every input is read first: a missing one names
-    the stage that writes it, and no report is rewritten."""
+    summary metrics and the run's description. Every input is read and checked first (a missing
+    or damaged one names the stage that writes it), and the reports are made before any is
+    written: a failure leaves the earlier reports as they were."""
     needed = {(None, name): f"evaluate@{name}" for name in params.datasets} | {
         (method, name): f"baseline@{method}-{name}" for method in params.baselines.methods for name in params.datasets}
     missing = [stage for (method, name), stage in needed.items() if not paths.episodes(root, name, method).is_file()]
     if missing:
         raise DataError(f"no episodes from {', '.join(missing)}: run {'it' if len(missing) == 1 else 'them'} first "
                         f"(`dvc repro` runs every stage aggregate needs)")
-    episodes = {name: pd.read_csv(paths.episodes(root, name)) for name in params.datasets}
+    read = {key: read_episodes(paths.episodes(root, key[1], key[0]), stage, params, root) for key, stage in needed.items()}
+    episodes = {name: read[(None, name)] for name in params.datasets}
+    for name, frame in episodes.items():
+        if ENSEMBLE not in set(frame["member"]):
+            raise DataError(f"{paths.episodes(root, name).relative_to(root)} has no {ENSEMBLE} rows: rerun "
+                            f"evaluate@{name}")
+    baselines = {(method, name): read[(method, name)] for method in params.baselines.methods for name in params.datasets}
     paper = load_paper(root / paths.PAPER_RESULTS)
     table = results_table(episodes, paper)
     run_info = {"seeds": list(params.seeds), "episodes": params.evaluate.episodes,
                 "ratios": list(params.pretrain.ratios), "encoder_out": params.pretrain.encoder_out,
                 "test_fraction": params.split.test_fraction}
-    with atomic_path(paths.report(root, "results.csv")) as tmp:
-        table.to_csv(tmp, index=False, float_format="%.4f")
-    write_text(paths.report(root, "results.md"), markdown(table, run_info))
-    metrics = summary_metrics(table)
-    write_json(paths.report(root, "summary.json"), metrics)
-    figure(table, paths.report(root, "figures") / "accuracy.png")
-    baselines = {(method, name): pd.read_csv(paths.episodes(root, name, method))
-                 for method in params.baselines.methods for name in params.datasets}
     paper_names = {method: load_method(method).paper_name for method in params.baselines.methods}
     comparison = comparison_table(episodes, baselines, pd.read_csv(root / paths.PAPER_RESULTS), paper_names)
-    with atomic_path(paths.report(root, "comparison.csv")) as tmp:
-        comparison.to_csv(tmp, index=False, float_format="%.4f")
-    rank_figure(comparison, paths.report(root, "figures") / "ranks.png")
+    results_md = markdown(table, run_info)
+    metrics = summary_metrics(table)
     if params.baselines.methods:
-        write_text(paths.report(root, "results.md"), paths.report(root, "results.md").read_text() + "\n" +
-                   comparison_markdown(comparison))
+        results_md += "\n" + comparison_markdown(comparison)
         for shot, group in comparison.groupby("shot"):
             for method, rank in group.groupby("method")["rank"].mean().items():
                 metrics[f"rank_{shot}shot_{method}"] = round(float(rank), 4)
-        write_json(paths.report(root, "summary.json"), metrics)
-    raw_params = read_params_file(root / "params.yaml")
-    write_text(paths.report(root, "params_used.yaml"), dump_params(raw_params))
+    used = dump_params(read_params_file(root / "params.yaml"))
+    # every report made: now written
+    with atomic_path(paths.report(root, "results.csv")) as tmp:
+        table.to_csv(tmp, index=False, float_format="%.4f")
+    with atomic_path(paths.report(root, "comparison.csv")) as tmp:
+        comparison.to_csv(tmp, index=False, float_format="%.4f")
+    write_text(paths.report(root, "results.md"), results_md)
+    write_json(paths.report(root, "summary.json"), metrics)
+    figure(table, paths.report(root, "figures") / "accuracy.png")
+    rank_figure(comparison, paths.report(root, "figures") / "ranks.png")
+    write_text(paths.report(root, "params_used.yaml"), used)
     return metrics, run_info

@@ -1133,3 +1133,69 @@ def test_aggregate_without_episodes_names_the_stages_that_write_them(repo, no_ml
     assert ("no episodes from evaluate@diabetes, baseline@knn-diabetes, baseline@logreg-diabetes: run them first"
             in output), output
     assert prior_outputs(repo) == before and not (repo / "reports" / "results.csv").exists()
+
+
+def synthetic_episodes(params: dict, member_names: list[str], offset: float = 0.0) -> pd.DataFrame:
+    """An episodes file as the evaluate (members r0.x and ensemble) or a baseline stage writes it."""
+    rows = []
+    for seed in params["seeds"]:
+        for shot in params["evaluate"]["shots"]:
+            for episode in range(params["evaluate"]["episodes"]):
+                for k, member in enumerate(member_names):
+                    accuracy = 40 + shot + (episode % 7) + k + offset
+                    rows.append({"seed": seed, "shot": shot, "episode": episode, "member": member,
+                                 "accuracy": accuracy, "balanced_accuracy": accuracy - 1,
+                                 "support_hash": f"{seed}-{shot}-{episode}"})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("fewer episodes", "error in stage 'aggregate': reports/episodes/knn/diabetes.csv: knn holds 99–99 episodes per seed and shot, episodes "
+                       "0–98 (evaluate.episodes: 100): written by another run, or cut short; rerun baseline@knn-diabetes"),
+    ("cut short", "rerun evaluate@diabetes (`dvc repro evaluate@diabetes`)"),
+    ("not a number", "reports/episodes/logreg/diabetes.csv: 1 accuracy value(s) are not accuracies in [0, 100] "
+                     "(first on line 2: 'high'"),
+    ("another seed", "reports/episodes/diabetes.csv: r0.1 holds seeds 0, 7 (params.yaml's seeds: 0): written by "
+                     "another run, or cut short; rerun evaluate@diabetes"),
+    ("empty", "reports/episodes/diabetes.csv cannot be read (EmptyDataError"),
+])
+def test_aggregate_checks_every_episodes_file_before_it_rewrites_any_report(repo, no_mlflow, monkeypatch, capsys,
+                                                                            damage, message):
+    """A baseline run with other episodes, an episodes file cut short or damaged: aggregate names
+    the file and the stage to rerun, and the reports of the earlier aggregate stay as they were
+    (none half rewritten), rather than ranking methods on different episodes."""
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    (repo / "data" / "reference").mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "data" / "reference" / "paper_results.csv", repo / "data" / "reference")
+    episodes = repo / "reports" / "episodes"
+    (episodes / "knn").mkdir(parents=True)
+    (episodes / "logreg").mkdir()
+    ratios = [f"r{r}" for r in params["pretrain"]["ratios"]]
+    synthetic_episodes(params, ratios + ["ensemble"]).to_csv(episodes / "diabetes.csv", index=False)
+    synthetic_episodes(params, ["knn"], -3).to_csv(episodes / "knn" / "diabetes.csv", index=False)
+    synthetic_episodes(params, ["logreg"], -1).to_csv(episodes / "logreg" / "diabetes.csv", index=False)
+    code, output = run_stage_script("aggregate", [], monkeypatch, capsys)
+    assert code in (0, None), output
+    reports = {p: p.read_bytes() for p in sorted((repo / "reports").rglob("*")) if p.is_file()}
+    assert {"results.md", "comparison.csv", "summary.json", "accuracy.png"} <= {p.name for p in reports}
+    if damage == "fewer episodes":
+        frame = pd.read_csv(episodes / "knn" / "diabetes.csv")
+        frame[frame["episode"] < 99].to_csv(episodes / "knn" / "diabetes.csv", index=False)
+    elif damage == "cut short":
+        text = (episodes / "diabetes.csv").read_text()
+        (episodes / "diabetes.csv").write_text(text[: len(text) // 2 + 3])
+    elif damage == "not a number":
+        frame = pd.read_csv(episodes / "logreg" / "diabetes.csv")
+        frame["accuracy"] = frame["accuracy"].astype(object)
+        frame.loc[0, "accuracy"] = "high"
+        frame.to_csv(episodes / "logreg" / "diabetes.csv", index=False)
+    elif damage == "another seed":
+        frame = pd.read_csv(episodes / "diabetes.csv")
+        frame.loc[frame["shot"] == 1, "seed"] = 7
+        frame.to_csv(episodes / "diabetes.csv", index=False)
+    else:
+        (episodes / "diabetes.csv").write_text("")
+    code, output = run_stage_script("aggregate", [], monkeypatch, capsys)
+    assert code == 2 and message in output and "Traceback" not in output, output
+    assert {p: p.read_bytes() for p in sorted((repo / "reports").rglob("*")) if p.is_file() and "episodes" not in p.parts
+            } == {p: b for p, b in reports.items() if "episodes" not in p.parts}
