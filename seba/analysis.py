@@ -30,7 +30,7 @@ from seba.config import AnalysisConfig, Params, dump_params
 from seba.data import EncodedTable, load_split, scale
 from seba.errors import DataError
 from seba.objective import expand_mask, masked_group_count, sample_group_mask
-from seba.pretrain import encode, normalised_input
+from seba.pretrain import encode, load_checkpoint, normalised_input
 from seba.runtime import atomic_path, derive_seed, log, write_text
 
 _CHUNK = 1024  # query rows per distance block
@@ -197,8 +197,7 @@ def analyse_dataset(params: Params, dataset: str, root: Path) -> tuple[list[dict
         x_test, y_test = scale(table, split.train)[split.test], table.y[split.test]
         per_ratio = {}
         for ratio in params.pretrain.ratios:
-            checkpoint = torch.load(paths.checkpoint(root, dataset, ratio, seed), map_location="cpu",
-                                    weights_only=True)
+            checkpoint = load_checkpoint(root, dataset, ratio, seed)
             # the encoder's own input (pretrain.normalise); the input-space neighbours stay standardised
             x_in = x_test if normalised_input(checkpoint) else scale(table, split.train, False)[split.test]
             per_ratio[paths.ratio_tag(ratio)] = encode(checkpoint["encoder"], checkpoint["model_config"], x_in,

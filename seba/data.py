@@ -9,14 +9,17 @@ them), numeric features as float64, missing values as NaN.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
 import math
 import os
+import pickle
 import re
 import shutil
 import warnings
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,6 +93,24 @@ def load_snapshot(openml_id: int, snapshot_dir: Path) -> tuple[pd.DataFrame, dic
     info = {"source": "snapshot", "file": str(path.relative_to(snapshot_dir.parent.parent)),
             "sha256": digest}
     return frame, info
+
+
+@contextlib.contextmanager
+def reading(path: Path, stage: str):
+    """Reading ``path``, a file that ``stage`` of the pipeline wrote: a file that cannot be read (cut
+    short, damaged, not what the stage writes) is a DataError naming it and the stage to rerun,
+    not a traceback from the reader."""
+    try:
+        yield
+    except DataError:
+        raise
+    except FileNotFoundError:
+        raise DataError(f"{path} does not exist: the {stage} stage writes it (`dvc repro {stage}`)") from None
+    except (OSError, EOFError, ValueError, KeyError, TypeError, RuntimeError, zipfile.BadZipFile,
+            pickle.UnpicklingError) as exc:
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise DataError(f"{path} cannot be read ({type(exc).__name__}{': ' + first if first else ''}): damaged or "
+                        f"cut short; rerun {stage} (`dvc repro {stage}`)") from None
 
 
 def _openml_dataset_cache(cache_dir: Path, openml_id: int) -> list[Path]:
@@ -738,7 +759,7 @@ class EncodedTable:
         if not Path(path).is_file():
             raise DataError(f"{path} does not exist: the preprocess stage writes it (`dvc repro preprocess@"
                             f"{Path(path).stem}`, with {Path(path).stem} in params.yaml's `datasets`)")
-        with np.load(path, allow_pickle=False) as z:
+        with reading(path, f"preprocess@{Path(path).stem}"), np.load(path, allow_pickle=False) as z:
             return cls(**{k: z[k] for k in z.files})
 
     @property
@@ -905,7 +926,8 @@ def read_raw_table(root: Path, name: str) -> pd.DataFrame:
     if not path.is_file():
         raise DataError(f"{path} does not exist: the fetch stage writes it (`dvc repro fetch@{name}`, "
                         f"with {name} in params.yaml's `datasets`)")
-    return pd.read_parquet(path)
+    with reading(path, f"fetch@{name}"):
+        return pd.read_parquet(path)
 
 
 def log_schema(name: str, table: EncodedTable, report: dict, report_path: Path) -> None:
@@ -1072,8 +1094,9 @@ def save_splits(path: Path, splits: list[Split]) -> None:
 
 
 def load_split(path: Path, seed: int) -> Split:
-    with np.load(path) as z:
+    with reading(path, f"split@{Path(path).stem}"), np.load(path, allow_pickle=False) as z:
         if f"seed{seed}_train" not in z.files:
-            raise DataError(f"{path} has no split for seed {seed} (has {[int(s) for s in z['seeds']]})")
+            raise DataError(f"{path} has no split for seed {seed} (has {[int(s) for s in z['seeds']]}): rerun "
+                            f"split@{Path(path).stem} (`dvc repro split@{Path(path).stem}`)")
         return Split(seed=seed, train=z[f"seed{seed}_train"], val=z[f"seed{seed}_val"],
                      test=z[f"seed{seed}_test"])

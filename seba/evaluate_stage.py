@@ -18,7 +18,7 @@ from seba.errors import ConfigError
 from seba.evaluate import ENSEMBLE, evaluate_in_groups, summarise
 from seba.executor import chunks
 from seba.finetune import FineTuneInputs
-from seba.pretrain import encode, normalised_input
+from seba.pretrain import encode, load_checkpoint, normalised_input
 from seba.runtime import atomic_path, available_bytes, log, select_device, write_json
 
 
@@ -36,7 +36,7 @@ def seed_inputs(params: Params, dataset: str, table: EncodedTable, root: Path, s
     inputs: dict[bool, np.ndarray] = {}
     checkpoints = []
     for ratio in params.pretrain.ratios:
-        checkpoint = torch.load(paths.checkpoint(root, dataset, ratio, seed), map_location="cpu", weights_only=True)
+        checkpoint = load_checkpoint(root, dataset, ratio, seed)
         normalise = normalised_input(checkpoint)
         if normalise not in inputs:
             inputs[normalise] = scale(table, split.train, normalise)[split.test]

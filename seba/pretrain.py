@@ -32,8 +32,9 @@ import numpy as np
 import torch
 
 from seba.config import PretrainConfig
-from seba.data import EncodedTable, scale
-from seba.errors import ConfigError, TrainingDiverged
+from seba import paths
+from seba.data import EncodedTable, reading, scale
+from seba.errors import ConfigError, DataError, TrainingDiverged
 from seba.paths import RANDOM_RATIO
 from seba.ft_transformer import FTTransformer, StackedFTTransformer, ffn_hidden
 from seba.model import Encoder, Projector, StackedEncoder, StackedProjector, select_members
@@ -650,6 +651,19 @@ def encoder_config(cfg: PretrainConfig, in_features: int) -> dict:
     if cfg.encoder == "ft_transformer":
         return {**config, **{key: getattr(cfg, key) for key in FT_KEYS}}
     return {**config, "encoder_hidden": cfg.encoder_hidden}
+
+
+def load_checkpoint(root, dataset: str, ratio: float | str, seed: int) -> dict:
+    """The checkpoint that ``pretrain@<dataset>-<ratio>`` wrote for ``seed``; one that cannot be read
+    or lacks the encoder is a DataError naming the stage to rerun."""
+    path = paths.checkpoint(root, dataset, ratio, seed)
+    stage = f"pretrain@{dataset}-{ratio}"
+    with reading(path, stage):
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(checkpoint, dict) or not {"encoder", "model_config"} <= set(checkpoint):
+        raise DataError(f"{path} is not a checkpoint of the pretrain stage (no encoder or model_config): rerun "
+                        f"{stage} (`dvc repro {stage}`)")
+    return checkpoint
 
 
 def normalised_input(checkpoint: dict) -> bool:

@@ -26,7 +26,7 @@ import pandas as pd
 from seba import paths
 from seba.baselines.base import check_baselines, load_method, method_config
 from seba.config import Params, load_params
-from seba.data import (check_shots, load_local_table, load_snapshot, make_split, read_manifest,
+from seba.data import (check_shots, load_local_table, load_snapshot, make_split, read_manifest, reading,
                        supplied_copy_missing)
 from seba.errors import ConfigError, DataError
 from seba.executor import probe_address
@@ -50,7 +50,8 @@ def _labels(name: str, params: Params, root: Path):
         frame, _ = load_local_table(name, source, root)
         where = source.path
     elif raw.exists() and _fetched_from(root, name) == source.openml_id:
-        frame = pd.read_parquet(raw, columns=["class"])
+        with reading(raw, f"fetch@{name}"):
+            frame = pd.read_parquet(raw, columns=["class"])
         where = str(raw.relative_to(root))
     else:
         snapshot = root / paths.SNAPSHOT

@@ -1199,3 +1199,46 @@ def test_aggregate_checks_every_episodes_file_before_it_rewrites_any_report(repo
     assert code == 2 and message in output and "Traceback" not in output, output
     assert {p: p.read_bytes() for p in sorted((repo / "reports").rglob("*")) if p.is_file() and "episodes" not in p.parts
             } == {p: b for p, b in reports.items() if "episodes" not in p.parts}
+
+
+@pytest.mark.parametrize("damage, stage, args, message", [
+    ("checkpoint cut short", "evaluate", ["--dataset", "diabetes"],
+     "data/models/diabetes/r0.1/seed0.pt cannot be read (RuntimeError"),
+    ("checkpoint empty", "evaluate", ["--dataset", "diabetes"], "data/models/diabetes/r0.1/seed0.pt cannot be read (EOFError"),
+    ("checkpoint foreign", "evaluate", ["--dataset", "diabetes"],
+     "seed0.pt is not a checkpoint of the pretrain stage (no encoder or model_config): rerun pretrain@diabetes-0.1"),
+    ("checkpoint missing", "evaluate", ["--dataset", "diabetes"],
+     "seed0.pt does not exist: the pretrain@diabetes-0.1 stage writes it (`dvc repro pretrain@diabetes-0.1`)"),
+    ("splits cut short", "pretrain", ["--dataset", "diabetes", "--ratio", "0.1"],
+     "data/splits/diabetes.npz cannot be read (BadZipFile"),
+    ("processed cut short", "split", ["--dataset", "diabetes"], "data/processed/diabetes.npz cannot be read ("),
+    ("raw cut short", "preprocess", ["--dataset", "diabetes"], "data/raw/diabetes.parquet cannot be read ("),
+])
+def test_a_damaged_file_of_an_earlier_stage_names_the_stage_to_rerun(repo, no_mlflow, monkeypatch, capsys, damage,
+                                                                     stage, args, message):
+    """A stage run by hand on a file an earlier stage wrote, cut short or damaged since: one line
+    naming the file and the stage that writes it, not the reader's traceback."""
+    import torch
+
+    models = repo / "data" / "models" / "diabetes"
+    for ratio in yaml.safe_load((repo / "params.yaml").read_text())["pretrain"]["ratios"]:
+        (models / f"r{ratio}").mkdir(parents=True)
+        torch.save({"encoder": {}, "model_config": {}}, models / f"r{ratio}" / "seed0.pt")
+    checkpoint = models / "r0.1" / "seed0.pt"
+    cut = lambda path: path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])  # noqa: E731
+    if damage == "checkpoint cut short":
+        cut(checkpoint)
+    elif damage == "checkpoint empty":
+        checkpoint.write_bytes(b"")
+    elif damage == "checkpoint foreign":
+        torch.save({"weights": 1}, checkpoint)
+    elif damage == "checkpoint missing":
+        checkpoint.unlink()
+    else:
+        cut(repo / "data" / {"splits": "splits/diabetes.npz", "processed": "processed/diabetes.npz",
+                             "raw": "raw/diabetes.parquet"}[damage.split()[0]])
+    code, output = run_stage_script(stage, args, monkeypatch, capsys)
+    rerun = {"evaluate": "pretrain@diabetes-0.1", "pretrain": "split@diabetes", "split": "preprocess@diabetes",
+             "preprocess": "fetch@diabetes"}[stage]
+    assert code == 2 and message in output and "Traceback" not in output, output
+    assert f"`dvc repro {rerun}`" in output, output
