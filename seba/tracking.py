@@ -27,6 +27,7 @@ from seba.runtime import log, repo_root
 
 EXPERIMENT = "seba"
 PENDING_DIR = paths.TRACKING  # the records waiting for the track stage (git-ignored but for .gitignore)
+UNREADABLE = "unreadable"  # records that cannot be read, set aside in the spool so that the others go on
 _BATCH = 1000  # MLflow's limit of metrics per log_batch call
 _PARAMS_BATCH = 100  # and of params
 
@@ -283,9 +284,22 @@ def flush(root: Path | None = None) -> dict[str, str]:
             log(f"WARNING: MLflow start failed ({_first_line(exc)}); {len(records)} stage record(s) wait in "
                 f"{PENDING_DIR}/ for the next `track` stage; the DVC outputs are unaffected")
             return ids
+        pushed = 0
         for n, path in enumerate(records):
             try:
                 record = json.loads(path.read_text())
+                if not isinstance(record, dict):
+                    raise ValueError(f"a JSON {type(record).__name__}, not a stage record")
+            except (OSError, UnicodeDecodeError, ValueError) as exc:  # damaged: never pushable, set aside
+                aside = spool / UNREADABLE
+                aside.mkdir(exist_ok=True)
+                path.replace(aside / path.name)
+                if path.with_suffix(".files").exists():
+                    path.with_suffix(".files").replace(aside / path.with_suffix(".files").name)
+                log(f"WARNING: the stage record {path.name} cannot be read ({_first_line(exc)}); moved to "
+                    f"{PENDING_DIR}/{UNREADABLE}/ (delete it there), the other records are pushed")
+                continue
+            try:
                 ids.update(_push(client, experiment_id, record, spool))
             except Exception as exc:
                 log(f"WARNING: MLflow push of {path.name} failed ({_first_line(exc)}); {len(records) - n} stage "
@@ -293,7 +307,8 @@ def flush(root: Path | None = None) -> dict[str, str]:
                 return ids
             shutil.rmtree(path.with_suffix(".files"), ignore_errors=True)
             path.unlink()
-    log(f"[track] {len(records)} stage run(s) pushed to MLflow ({tracking_uri(root)})")
+            pushed += 1
+    log(f"[track] {pushed} stage run(s) pushed to MLflow ({tracking_uri(root)})")
     return ids
 
 

@@ -73,6 +73,29 @@ def test_a_broken_store_is_a_warning_and_the_records_wait_for_the_next_push(tmp_
     assert _records(tmp_path) == []
 
 
+def test_an_unreadable_record_is_set_aside_and_the_others_are_pushed(tmp_path, monkeypatch, capsys):
+    """A record damaged on disk can never be pushed: it is moved to data/tracking/unreadable/ and
+    named, and the records after it still reach MLflow (before, every later record waited for ever)."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    trackers = []
+    for name in ("fetch a", "fetch b", "fetch c"):
+        with Tracker("fetch", name, root=tmp_path) as tracker:
+            tracker.log_metrics({"rows": 3})
+        trackers.append(tracker)
+    first, second, third = _records(tmp_path)
+    first.write_text(first.read_text()[:40])  # cut short
+    second.write_text("[1, 2]")  # JSON, not a record
+    ids = flush(tmp_path)
+    assert set(ids) == {trackers[2].run_id} and _records(tmp_path) == []
+    aside = tmp_path / PENDING_DIR / "unreadable"
+    assert sorted(p.name for p in aside.iterdir()) == sorted([first.name, second.name])
+    err = capsys.readouterr().err
+    assert f"the stage record {first.name} cannot be read" in err and "moved to data/tracking/unreadable/" in err
+    assert "[track] 1 stage run(s) pushed" in err
+    assert flush(tmp_path) == {}  # what was set aside is not tried again
+
+
 def test_an_unwritable_record_is_a_warning(tmp_path, capsys):
     (tmp_path / "data").write_text("a file where the records' directory should be")
     with Tracker("fetch", "fetch toy", root=tmp_path) as tracker:
