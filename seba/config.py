@@ -37,7 +37,14 @@ def _names(value: Any) -> Any:
             if isinstance(value, list) else []
         hint = f" (quote a name that is a number: '{numbers[0]}')" if numbers else ""
         raise fail(f"must be a list of column names, got {value!r}{hint}")
-    return tuple(value)
+    return tuple(c.strip() for c in value)  # as the table's header is read (its names stripped)
+
+
+def _column(value: str | None) -> str | None:
+    """A column name as the table's header is read: surrounding spaces stripped."""
+    if value is not None and not value.strip():
+        raise fail(f"is {value!r}: name the label column")
+    return value.strip() if value is not None else None
 
 
 def _thousands(value: str | None) -> str | None:
@@ -62,7 +69,7 @@ class SourceConfig:
 
     openml_id: PositiveInt | None = None
     path: Str | None = None  # local table, relative to the repository root, under data/local/
-    target: Str | None = None  # the label column of a local table
+    target: Annotated[Str | None, AfterValidator(_column)] = None  # the label column of a local table
     categorical: ColumnNames = ()  # columns to treat as categorical whatever their type
     numeric: ColumnNames = ()  # columns to read as numbers whatever their cells (the rest: missing)
     max_categories: Annotated[Int, rule(lambda v: v >= 2, "must be >= 2")] = 50  # more levels: the most frequent kept

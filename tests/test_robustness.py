@@ -24,7 +24,7 @@ import yaml
 
 from seba.config import PretrainConfig
 from seba.data import EncodedTable, encode_table, load_snapshot, make_split, save_splits, scale
-from seba.errors import TrainingDiverged
+from seba.errors import ConfigError, TrainingDiverged
 from seba.pretrain import pretrain_encoder
 from seba.validate import main as validate_main
 
@@ -1242,3 +1242,26 @@ def test_a_damaged_file_of_an_earlier_stage_names_the_stage_to_rerun(repo, no_ml
              "preprocess": "fetch@diabetes"}[stage]
     assert code == 2 and message in output and "Traceback" not in output, output
     assert f"`dvc repro {rerun}`" in output, output
+
+
+def test_column_names_in_params_match_the_header_as_it_is_read(repo):
+    """The header's names are read stripped ('label ' is label): params naming them as the file
+    writes them, surrounding spaces and all, find them; a blank target is refused by name."""
+    from seba.config import load_params
+    from seba.data import load_local_table
+    from seba.validate import main
+
+    rng = np.random.default_rng(0)
+    rows = ["x1,zip ,label "] + [f"{rng.normal():.3f},{rng.choice(['a', 'b'])},{rng.choice(['p', 'q'])}"
+                                  for _ in range(200)]
+    (repo / "data" / "local" / "spaced.csv").write_text("\n".join(rows) + "\n")
+    edit_params(repo, add_dataset("spaced", {"path": "data/local/spaced.csv", "target": "label ",
+                                             "categorical": ["zip "]}))
+    source = load_params(repo / "params.yaml").sources["spaced"]
+    assert (source.target, source.categorical) == ("label", ("zip",))
+    frame, _ = load_local_table("spaced", source, repo)
+    assert "zip" in frame.columns and len(frame) == 200
+    assert main(["--root", str(repo)]) == 0
+    edit_params(repo, lambda p: p["sources"]["spaced"].update(target=" "))
+    with pytest.raises(ConfigError, match="'sources.spaced.target' is ' ': name the label column"):
+        load_params(repo / "params.yaml")
