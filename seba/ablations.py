@@ -948,20 +948,82 @@ def read_collected(folder: Path, origin: str | None = None) -> tuple[pd.DataFram
         if not path.is_file():
             raise SystemExit(f"collect --merge {folder}: no {name} there (it takes a folder written by "
                              f"`python -m seba.ablations collect`, such as reports/ablations)")
-    scores = pd.read_csv(files["seed_scores.csv"])
+    try:
+        scores = pd.read_csv(files["seed_scores.csv"])
+    except (OSError, UnicodeDecodeError, pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+        raise SystemExit(f"collect --merge {folder}: seed_scores.csv cannot be read ({type(exc).__name__}: "
+                         f"{(str(exc).strip().splitlines() or [''])[0]})") from None
     if list(scores.columns) != SCORE_COLUMNS:
         raise SystemExit(f"collect --merge {folder}: seed_scores.csv has columns {list(scores.columns)}, "
                          f"not {SCORE_COLUMNS}")
+    scores = checked_scores(scores, f"collect --merge {folder}: seed_scores.csv")
     try:
         record = yaml.safe_load(files["experiments.yaml"].read_text()) or {}
+        if not isinstance(record, dict):
+            raise ValueError(f"a YAML {type(record).__name__}, not a collection's record")
         chosen = experiments_from_record(record.get("experiments") or [])
         groups = [Group(origin or str(folder), chosen, list(record.get("tables") or chosen[DEFAULT].datasets))]
         for m in record.get("merged") or []:
             groups.append(Group(str(m.get("from") or origin or folder), experiments_from_record(m["experiments"]),
                                 list(m["tables"]), {str(t): list(v) for t, v in (m.get("variants") or {}).items()}))
-    except (KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, yaml.YAMLError) as exc:
         raise SystemExit(f"collect --merge {folder}: experiments.yaml cannot be read: {exc}") from None
+    complete_scores(scores, groups, f"collect --merge {folder}")
     return scores, groups
+
+
+def checked_scores(scores: pd.DataFrame, where: str) -> pd.DataFrame:
+    """Seed scores as a collection writes them: a known variant, whole seeds and shots, an accuracy
+    in [0, 100] on every row, no row twice; anything else is refused, naming the first bad row."""
+    if scores.empty:
+        raise SystemExit(f"{where} holds no scores")
+    out = scores.copy()
+    problems = []
+    unknown = ~out["slug"].isin(list(EXPERIMENTS))
+    if unknown.any():
+        problems.append((int(unknown.to_numpy().argmax()), f"variant {out['slug'][unknown].iloc[0]!r} is not in "
+                                                           f"the table"))
+    for column, low, high in (("shot", 1, None), ("seed", 0, None), ("accuracy", 0, 100)):
+        values = pd.to_numeric(out[column], errors="coerce")
+        bad = values.isna() | (values < low) | ((values > high) if high is not None else False)
+        if column != "accuracy":
+            bad |= ~bad & (values != values.round())
+        if bad.any():
+            row = int(bad.to_numpy().argmax())
+            shown = out[column].iloc[row]
+            shown = "blank" if pd.isna(shown) else repr(shown)
+            problems.append((row, f"{column} {shown} is not "
+                                  + ("an accuracy in [0, 100]" if column == "accuracy" else "a whole number")))
+        out[column] = values
+    if problems:
+        row, what = min(problems)
+        raise SystemExit(f"{where}: line {row + 2}: {what} (a damaged or hand-edited file?)")
+    out[["shot", "seed"]] = out[["shot", "seed"]].astype(int)
+    twice = out.duplicated(["slug", "dataset", "shot", "seed"])
+    if twice.any():
+        r = out[twice].iloc[0]
+        raise SystemExit(f"{where}: {r['slug']} on {r['dataset']}, {r['shot']}-shot, seed {r['seed']} appears "
+                         f"more than once")
+    return out
+
+
+def complete_scores(scores: pd.DataFrame, groups: list[Group], where: str) -> None:
+    """Every variant and table of an earlier collection holds a score for each of its experiment's
+    seeds and shots, and no scores without an experiment: a file cut short is refused, not merged."""
+    for (slug, dataset), part in scores.groupby(["slug", "dataset"]):
+        group = next((g for g in groups if g.supplies(slug, dataset) and slug in g.chosen), None)
+        if group is None:
+            raise SystemExit(f"{where}: seed_scores.csv holds {slug} on {dataset}, which no experiment in "
+                             f"experiments.yaml supplies")
+        exp = group.chosen[slug]
+        shots = [int(s) for s in exp.params.get("evaluate.shots") or sorted(set(part["shot"]))]
+        want = {(shot, seed) for shot in shots for seed in exp.seeds}
+        have = set(zip(part["shot"], part["seed"]))
+        if have != want:
+            lacking = sorted(want - have)
+            raise SystemExit(f"{where}: seed_scores.csv holds {len(have)} of the {len(want)} (shot, seed) scores of "
+                             f"{slug} on {dataset}" + (f" (first lacking: {lacking[0][0]}-shot, seed {lacking[0][1]})"
+                                                       if lacking else "") + ": cut short or edited?")
 
 
 def git_code_diff(root: Path) -> Callable[[str, str], list[str] | None]:

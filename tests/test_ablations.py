@@ -4,6 +4,7 @@ import copy
 import json
 import math
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -750,3 +751,40 @@ def test_a_param_added_later_matches_experiments_recorded_without_it():
     old = {"pretrain.lr": 0.001, "datasets": ["cmc"]}
     assert ab.merge_differences(old, {**old, "pretrain.mask_bias": False}) == []
     assert ab.merge_differences({**old, "pretrain.mask_bias": True}, old) == ["pretrain.mask_bias"]
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("record a list", "experiments.yaml cannot be read: a YAML list, not a collection's record"),
+    ("scores empty", "seed_scores.csv cannot be read (EmptyDataError"),
+    ("scores header only", "seed_scores.csv holds no scores"),
+    ("accuracy not a number", "line 2: accuracy 'abc' is not an accuracy in [0, 100]"),
+    ("accuracy blank", "line 2: accuracy blank is not an accuracy in [0, 100]"),
+    ("shot a word", "line 2: shot 'five' is not a whole number"),
+    ("unknown variant", "line 2: variant 'abl-nope' is not in the table"),
+    ("row twice", "appears more than once"),
+    ("cut short", "(shot, seed) scores of"),
+])
+def test_merging_a_damaged_collection_is_refused_by_name(tmp_path, damage, message):
+    """`collect --merge` reads an earlier collection (the committed reports/ablations): a damaged
+    or hand-edited seed_scores.csv or experiments.yaml is refused, naming the file and the row,
+    instead of a traceback or scores merged in silence."""
+    folder = tmp_path / "ablations"
+    shutil.copytree(ROOT / "reports" / "ablations", folder)
+    scores, record = folder / "seed_scores.csv", folder / "experiments.yaml"
+    lines = scores.read_text().splitlines()
+    first = lines[1].split(",")
+    edits = {
+        "scores empty": lambda: scores.write_text(""),
+        "scores header only": lambda: scores.write_text(lines[0] + "\n"),
+        "accuracy not a number": lambda: scores.write_text("\n".join([lines[0], ",".join(first[:4] + ["abc"])] + lines[2:]) + "\n"),
+        "accuracy blank": lambda: scores.write_text("\n".join([lines[0], ",".join(first[:4] + [""])] + lines[2:]) + "\n"),
+        "shot a word": lambda: scores.write_text("\n".join([lines[0], ",".join(first[:2] + ["five"] + first[3:])] + lines[2:]) + "\n"),
+        "unknown variant": lambda: scores.write_text("\n".join([lines[0], ",".join(["abl-nope"] + first[1:])] + lines[2:]) + "\n"),
+        "row twice": lambda: scores.write_text("\n".join(lines + [lines[1]]) + "\n"),
+        "cut short": lambda: scores.write_text("\n".join(lines[: len(lines) // 2]) + "\n"),
+        "record a list": lambda: record.write_text("- a\n"),
+    }
+    edits[damage]()
+    with pytest.raises(SystemExit, match=re.escape(message)):
+        ab.read_collected(folder)
+    assert len(ab.read_collected(ROOT / "reports" / "ablations")[0]) > 0  # the committed one reads
