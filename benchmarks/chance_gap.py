@@ -18,7 +18,6 @@ has no "learned nothing" warning on this gap.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -44,13 +43,22 @@ def chance_level(n_val: int, batch_size: int) -> float:
 
 def entries(path: Path) -> list[tuple[str, str, float]]:
     """(dataset, ratio, best validation objective) per encoder of a committed record or a stage log."""
-    log = json.loads(path.read_text())
-    if "seeds" in log and "dataset" in log:  # a stage's log.json
-        return [(log["dataset"], str(log["ratio"]), float(s["best_val_loss"])) for s in log["seeds"].values()]
-    out = []
-    for key, entry in log.items():  # "<dataset> r<ratio> seed <seed>"
-        dataset, tag = key.split()[:2]
-        out.append((dataset, tag.removeprefix("r=").removeprefix("r"), float(entry["best_val_loss"])))
+    from benchmarks.entry import read_json
+
+    log = read_json(path)
+    try:
+        if isinstance(log, dict) and "seeds" in log and "dataset" in log:  # a stage's log.json
+            out = [(log["dataset"], str(log["ratio"]), float(s["best_val_loss"])) for s in log["seeds"].values()]
+        else:
+            out = []
+            for key, entry in log.items():  # "<dataset> r<ratio> seed <seed>"
+                dataset, tag = key.split()[:2]
+                out.append((dataset, tag.removeprefix("r=").removeprefix("r"), float(entry["best_val_loss"])))
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise SystemExit(f"error: {path} is neither a pretrain stage's log.json nor a pretrain_log.py record "
+                         f"({type(exc).__name__}: {exc})") from None
+    if not out:
+        raise SystemExit(f"error: {path} holds no encoder")
     return out
 
 

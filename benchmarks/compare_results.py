@@ -11,7 +11,6 @@ so this overstates the noise somewhat. |diff| < 2 SE is reported as "within nois
 import argparse
 
 import numpy as np
-import pandas as pd
 
 
 def main() -> None:
@@ -21,9 +20,12 @@ def main() -> None:
     parser.add_argument("--names", nargs=2, default=["A", "B"])
     args = parser.parse_args()
     na, nb = args.names
+    from entry import read_csv
+
     frames = []
     for path, name in ((args.a, na), (args.b, nb)):
-        t = pd.read_csv(path)
+        t = read_csv(path, ("member", "dataset", "shot", "accuracy", "accuracy_std", "episodes", "paper"),
+                     "reports/results.csv table")
         t = t[t["member"] == "ensemble"][["dataset", "shot", "accuracy", "accuracy_std", "episodes", "paper"]]
         frames.append(t.rename(columns={"accuracy": name, "accuracy_std": f"{name}_std", "episodes": f"{name}_n"}))
     both = frames[0].drop(columns="paper").merge(frames[1], on=["dataset", "shot"], how="inner")

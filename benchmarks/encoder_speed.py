@@ -255,13 +255,15 @@ def table_benchmark(name: str, params, batch: int, repeats: int, budget: float) 
 
 
 def main() -> None:
+    from entry import positive
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tables", default="cmc,dna")
-    parser.add_argument("--batch", type=int, default=1024)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--batch", type=positive, default=1024)
+    parser.add_argument("--repeats", type=positive, default=5)
     parser.add_argument("--memory-gib", type=float, default=0.0,
                         help="memory a timed step may take by member_bytes' estimate (0: half the free memory)")
-    parser.add_argument("--memory-rows", type=int, default=128, help="rows of the FT step whose memory is measured")
+    parser.add_argument("--memory-rows", type=positive, default=128, help="rows of the FT step whose memory is measured")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     args = parser.parse_args()

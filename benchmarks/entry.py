@@ -5,6 +5,7 @@ status 2, in place of a traceback. Any other exception keeps its traceback: it i
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -67,3 +68,40 @@ def read_csv(path, needs=(), what: str = "table"):
     if missing:
         raise SystemExit(f"error: {path} has no column {', '.join(missing)}: not a {what}")
     return table
+
+
+def positive(text: str) -> int:
+    """argparse type: a whole number >= 1 (a count of seeds, repeats, steps, rows)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be at least 1")
+    return value
+
+
+def positives(text: str) -> list[int]:
+    """argparse type: comma-separated whole numbers >= 1 (stack sizes)."""
+    return [positive(part.strip()) for part in text.split(",")]
+
+
+def ratio(text: str) -> float:
+    """argparse type: a separation ratio, strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a ratio lies strictly between 0 and 1")
+    return value
+
+
+def read_json(path):
+    """The JSON file at ``path``, or a one-line exit naming it."""
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise SystemExit(f"error: no such file: {path}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SystemExit(f"error: {path} is not a readable JSON file ({exc})") from None

@@ -41,14 +41,16 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:
+    from entry import positive, ratio
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="diabetes")
-    parser.add_argument("--seeds", type=int, default=2)
-    parser.add_argument("--ratio", type=float, default=0.3)
-    parser.add_argument("--max-epochs", type=int, default=30)
+    parser.add_argument("--seeds", type=positive, default=2)
+    parser.add_argument("--ratio", type=ratio, default=0.3)
+    parser.add_argument("--max-epochs", type=positive, default=30)
     parser.add_argument("--baseline", default="logreg")
     parser.add_argument("--cpus", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=positive, default=2)
     args = parser.parse_args()
 
     import torch

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 def main() -> None:
     import torch
 
-    from benchmarks.entry import check_openml_datasets
+    from benchmarks.entry import check_openml_datasets, positive
     from threadpoolctl import threadpool_info
 
     import seba.baselines.logreg as logreg
@@ -37,7 +37,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="*")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=positive, default=2)
     args = parser.parse_args()
     params = load_params(ROOT / "params.yaml")
     cls, cfg = load_method("logreg"), method_config(params.baselines, "logreg")

@@ -40,7 +40,10 @@ def main() -> None:
     from seba.evaluate import support_hash
     from seba.report import comparison_markdown
 
-    earlier = pd.read_csv(args.comparison)
+    from benchmarks.entry import read_csv
+
+    earlier = read_csv(args.comparison, ("method", "dataset", "shot", "accuracy", "paper", "rank"),
+                       "reports/comparison.csv table")
     paper = pd.read_csv(ROOT / paths.PAPER_RESULTS)
     paper = paper[paper["table"] == "main"]
     rows = []

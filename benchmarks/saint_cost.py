@@ -30,9 +30,11 @@ DATASETS = ["cmc", "diabetes", "dna", "income", "karhunen", "optdigits", "pixel"
 
 
 def main() -> None:
+    from entry import positive
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="+", default=DATASETS)
-    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--steps", type=positive, default=5)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--set", nargs="*", default=[], help="baselines.saint overrides, key=value")

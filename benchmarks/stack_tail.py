@@ -67,7 +67,10 @@ def main() -> None:
     parser.add_argument("--csv", type=Path)
     parser.add_argument("--from-csv", type=Path)
     args = parser.parse_args()
-    frame = pd.read_csv(args.from_csv) if args.from_csv else records(args.datasets)
+    from entry import read_csv
+
+    frame = (read_csv(args.from_csv, ("dataset", "ratio", "seed", "stop_epoch", "seconds", "cuda_graphs"),
+                      "table of stack_tail.py --csv") if args.from_csv else records(args.datasets))
     if args.csv:
         frame.to_csv(args.csv, index=False)
     for dataset, per_dataset in frame.groupby("dataset", sort=False):

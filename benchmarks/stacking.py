@@ -135,16 +135,18 @@ def step_section(args, params) -> None:
 
 
 def main() -> None:
+    from entry import positive, positives, ratio
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="karhunen")
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--ratio", type=float, default=0.3)
+    parser.add_argument("--seeds", type=positive, default=3)
+    parser.add_argument("--ratio", type=ratio, default=0.3)
     parser.add_argument("--max-epochs", type=int, default=0)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--precision", default="fp32")
     parser.add_argument("--threads", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--stacks", default="1,2,4", help="stack sizes of section 1")
+    parser.add_argument("--repeats", type=positive, default=2)
+    parser.add_argument("--stacks", type=positives, default="1,2,4", help="stack sizes of section 1")
     parser.add_argument("--skip-steps", action="store_true")
     parser.add_argument("--skip-training", action="store_true")
     parser.add_argument("--baseline-rev", default=BASELINE_REV)
@@ -154,7 +156,6 @@ def main() -> None:
     args = parser.parse_args()
     if args.worker:
         return worker(args)
-    args.stacks = [int(s) for s in args.stacks.split(",")]
     sys.path.insert(0, str(ROOT))
     from seba.config import load_params
 

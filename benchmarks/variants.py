@@ -39,9 +39,30 @@ def parse_variant(text: str) -> dict:
         return {}
     out = {}
     for part in text.split(","):
-        key, value = part.split("=", 1)
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"error: --variant {text!r}: each part is key=value (or the variant is 'default')")
         out[key.strip()] = value.strip()
     return out
+
+
+def variant_configs(params, dataset: str, text: str):
+    """The split and pretrain settings of variant ``text`` on ``dataset``, or a one-line exit
+    naming the key or value that is wrong (before anything runs)."""
+    split_cfg, cfg = params.split, params.pretrain_for(dataset)
+    for key, value in parse_variant(text).items():
+        target = split_cfg if hasattr(split_cfg, key) else cfg if hasattr(cfg, key) else None
+        if target is None:
+            raise SystemExit(f"error: --variant {text!r}: {key!r} is neither a split nor a pretrain key")
+        try:
+            changed = dataclasses.replace(target, **{key: cast(getattr(target, key), value)})
+        except (TypeError, ValueError) as exc:
+            raise SystemExit(f"error: --variant {text!r}: {key}={value!r}: {exc}") from None
+        if target is split_cfg:
+            split_cfg = changed
+        else:
+            cfg = changed
+    return split_cfg, cfg
 
 
 def cast(template, value: str):
@@ -60,6 +81,9 @@ def main() -> None:
     params = load_params(ROOT / "params.yaml")
     device = torch.device(args.device)
     check_openml_datasets(args.dataset, params)
+    for dataset in args.dataset:  # every variant's settings checked before any runs
+        for text in args.variant or ["default"]:
+            variant_configs(params, dataset, text)
     for dataset in args.dataset:
         run_dataset(params, dataset, args.seeds, args.variant or ["default"], device)
 
@@ -71,13 +95,7 @@ def run_dataset(params, dataset: str, seeds: list[int], variants: list[str], dev
     paper = paper[paper["dataset"] == dataset]
     rows = []
     for text in variants:
-        changes = parse_variant(text)
-        split_cfg, cfg = params.split, params.pretrain_for(dataset)
-        for key, value in changes.items():
-            if hasattr(split_cfg, key):
-                split_cfg = dataclasses.replace(split_cfg, **{key: cast(getattr(split_cfg, key), value)})
-            else:
-                cfg = dataclasses.replace(cfg, **{key: cast(getattr(cfg, key), value)})
+        split_cfg, cfg = variant_configs(params, dataset, text)
         cfg = dataclasses.replace(cfg, progress_seconds=1e9)
         start = time.perf_counter()
         for seed in seeds:

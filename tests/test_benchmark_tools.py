@@ -341,11 +341,23 @@ def test_a_benchmark_given_a_missing_or_malformed_file_says_so_in_one_line(tmp_p
 
     (tmp_path / "bad.json").write_text("not json")
     (tmp_path / "bad.csv").write_bytes(b'a,b\n"1,2\n')
+    (tmp_path / "list.json").write_text("[]")
+    (tmp_path / "wrong.csv").write_text("x,y\n1,2\n")
     for script, args, message in (
-            ("chance_gap.py", [tmp_path / "nope.json"], "No such file or directory"),
-            ("chance_gap.py", [tmp_path / "bad.json"], "a file given is not valid JSON"),
-            ("compare_results.py", [tmp_path / "nope.csv", tmp_path / "nope2.csv"], "No such file or directory"),
-            ("stack_tail.py", ["--from-csv", tmp_path / "nope.csv"], "No such file or directory"),
+            ("chance_gap.py", [tmp_path / "nope.json"], "no such file: "),
+            ("chance_gap.py", [tmp_path / "bad.json"], "bad.json is not a readable JSON file"),
+            ("chance_gap.py", [tmp_path / "list.json"], "list.json is neither a pretrain stage's log.json nor"),
+            ("compare_results.py", [tmp_path / "wrong.csv", tmp_path / "wrong.csv"],
+             "wrong.csv has no column member, dataset"),
+            ("stack_tail.py", ["--from-csv", tmp_path / "wrong.csv"], "wrong.csv has no column dataset, ratio"),
+            ("executor.py", ["--seeds", "0"], "argument --seeds: '0': must be at least 1"),
+            ("executor.py", ["--ratio", "1.5"], "a ratio lies strictly between 0 and 1"),
+            ("stacking.py", ["--stacks", "1,0"], "argument --stacks: '0': must be at least 1"),
+            ("encoder_speed.py", ["--repeats", "0"], "argument --repeats: '0': must be at least 1"),
+            ("variants.py", ["--dataset", "diabetes", "--variant", "nope"], "each part is key=value"),
+            ("variants.py", ["--dataset", "diabetes", "--variant", "lrr=1"], "'lrr' is neither a split nor a pretrain key"),
+            ("compare_results.py", [tmp_path / "nope.csv", tmp_path / "nope2.csv"], "no such file: "),
+            ("stack_tail.py", ["--from-csv", tmp_path / "nope.csv"], "no such file: "),
             ("baseline_variant.py", ["knn", "diabetes", "kk=1"], "unknown key 'baselines.knn.kk' (did you mean 'k'?)"),
             ("variants.py", ["--dataset", "nosuch"], "params.yaml's sources have no OpenML dataset nosuch")):
         done = subprocess.run([sys.executable, f"benchmarks/{script}", *map(str, args)], cwd=ROOT,
