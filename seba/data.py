@@ -356,7 +356,7 @@ def _read_local(path: Path, where: str) -> pd.DataFrame:
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, OSError, csv.Error) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataError(f"{where}: cannot be read as {suffix[1:]}: {first}") from None
-    frame.columns = [str(c).strip() for c in frame.columns]
+    frame.columns = [str(c).strip() or f"Unnamed: {i}" for i, c in enumerate(frame.columns)]  # as a CSV's
     _refuse_duplicates(list(frame.columns), where)
     for column in frame.columns:
         if frame[column].dtype == object:

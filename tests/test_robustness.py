@@ -1265,3 +1265,12 @@ def test_column_names_in_params_match_the_header_as_it_is_read(repo):
     edit_params(repo, lambda p: p["sources"]["spaced"].update(target=" "))
     with pytest.raises(ConfigError, match="'sources.spaced.target' is ' ': name the label column"):
         load_params(repo / "params.yaml")
+
+
+def test_a_parquet_column_with_a_blank_name_is_named_as_a_csv_would_name_it(repo):
+    from seba.data import _read_local
+
+    frame = pd.DataFrame({"x": [1.0, 2.0], " ": [3.0, 4.0], "label": ["a", "b"]})
+    frame.to_parquet(repo / "data" / "local" / "blank.parquet")
+    read = _read_local(repo / "data" / "local" / "blank.parquet", "dataset 'blank'")
+    assert list(read.columns) == ["x", "Unnamed: 1", "label"]
