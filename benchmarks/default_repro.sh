@@ -29,9 +29,12 @@ for rev in "${revs[@]}"; do
   python3 -m venv .venv && . .venv/bin/activate || exit 1
   pip install -q -e ".[test]" > install.log 2>&1 || { echo "$sha: install failed ($dir/install.log)"; exit 1; }
   if [ "${QUICK:-0}" = 1 ]; then
-    python - <<'PY'
+    python - <<'PY' || { echo "$sha: could not set the quick variant's params"; exit 1; }
 import yaml
-from seba.config import ParamsLoader, dump_params
+try:  # the revision's own YAML 1.2 reader and writer; revisions before them: PyYAML's
+    from seba.config import ParamsLoader, dump_params
+except ImportError:
+    ParamsLoader, dump_params = yaml.SafeLoader, lambda p: yaml.safe_dump(p, sort_keys=False)
 p = yaml.load(open("params.yaml"), Loader=ParamsLoader)
 p["datasets"] = ["diabetes", "cmc", "karhunen"]
 p["pretrain"].update(ratios=[0.2, 0.5], max_epochs=20)

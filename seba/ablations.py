@@ -244,8 +244,8 @@ def parse_set(items: Iterable[str]) -> dict[str, Any]:
             raise SystemExit(f"error: --set {key}: use --{key}")
         value = yaml.load(text, Loader=ParamsLoader)  # as DVC reads the value it is given
         if isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value)):
-            raise SystemExit(f"error: --set {item}: give each setting its own key (e.g. --set {key}.NAME=VALUE): "
-                             f"DVC's -S would replace the whole section, dropping the keys not given")
+            raise SystemExit(f"error: --set {item}: give each setting its own key (e.g. --set {key}.NAME=VALUE), "
+                             f"one value per --set")
         out[key] = value
     return out
 
@@ -331,9 +331,14 @@ def check_plans(plans: list[Plan], root: Path) -> None:
             *parents, last = key.split(".")
             for part in parents:
                 if not isinstance(node.get(part), dict):
-                    node[part] = {}
+                    break
                 node = node[part]
-            node[last] = copy.deepcopy(value)
+            else:
+                if last in node:
+                    node[last] = copy.deepcopy(value)
+                    continue
+            raise SystemExit(f"error: {p.name}: params.yaml has no key '{key}', and DVC's -S only changes keys "
+                             f"that params.yaml has; add it to params.yaml first. Nothing was queued")
         try:
             params = parse_params(raw)
             check_baselines(params.baselines)

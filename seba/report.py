@@ -12,6 +12,7 @@ from seba.baselines.base import load_method
 from seba.config import dump_params, read_params_file
 from seba.errors import DataError
 from seba.evaluate import ENSEMBLE, summarise
+from seba.paths import ratio_tag
 from seba.runtime import atomic_path, write_json, write_text
 
 
@@ -111,8 +112,9 @@ def summary_metrics(table: pd.DataFrame) -> dict[str, float]:
     return out
 
 
-def figure(table: pd.DataFrame, path: Path) -> None:
-    """Grouped bars per dataset, one panel per shot: our ensemble (with std) vs the paper."""
+def figure(table: pd.DataFrame, path: Path | None = None) -> bytes:
+    """Grouped bars per dataset, one panel per shot: our ensemble (with std) vs the paper (PNG bytes;
+    written to ``path`` when given)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -134,10 +136,7 @@ def figure(table: pd.DataFrame, path: Path) -> None:
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].legend(loc="lower left")
     fig.suptitle("SeBA few-shot accuracy: this pipeline vs the paper")
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
+    return _written(fig, path)
 
 
 # --------------------------------------------------------------------------- baselines
@@ -214,8 +213,9 @@ def comparison_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def rank_figure(table: pd.DataFrame, path: Path) -> None:
-    """Box plot of each method's ranks over datasets, one panel per shot (the paper's rank figure)."""
+def rank_figure(table: pd.DataFrame, path: Path | None = None) -> bytes:
+    """Box plot of each method's ranks over datasets, one panel per shot (the paper's rank figure;
+    PNG bytes, written to ``path`` when given)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -233,10 +233,27 @@ def rank_figure(table: pd.DataFrame, path: Path) -> None:
         ax.set_xlabel("rank over datasets (1 = best)")
         ax.grid(axis="x", alpha=0.3)
     fig.suptitle("Ranks of the methods on the same episodes")
+    return _written(fig, path)
+
+
+def _written(fig, path: Path | None) -> bytes:
+    """The figure as PNG bytes, written to ``path`` too when given."""
+    import io
+
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=110, format="png")
     plt.close(fig)
+    if path is not None:
+        write_bytes(path, buffer.getvalue())
+    return buffer.getvalue()
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        Path(tmp).write_bytes(data)
 
 
 MISS_MARGIN = 2.0  # a cell "misses" the paper when the ensemble is more than this many points under it
@@ -331,6 +348,15 @@ def read_episodes(path: Path, stage: str, params, root: Path | None = None) -> p
         row = frame[twice].iloc[0]
         raise DataError(f"{path}: {int(twice.sum())} episode(s) appear twice (first: {row['member']} seed "
                         f"{row['seed']}, {row['shot']}-shot, episode {row['episode']}): {rerun}")
+    blank = frame["member"].isna() | (frame["member"].astype(str).str.strip() == "")
+    if blank.any():
+        raise DataError(f"{path}: {int(blank.sum())} row(s) name no member (first on line "
+                        f"{int(blank.to_numpy().argmax()) + 2}; a file cut short?): {rerun}")
+    if stage.startswith("evaluate@"):
+        want = {ratio_tag(r) for r in params.pretrain.ratios} | {ENSEMBLE}
+        if set(frame["member"]) != want:
+            raise DataError(f"{path} holds members {', '.join(sorted(set(frame['member'])))}, params.yaml's "
+                            f"pretrain.ratios make {', '.join(sorted(want))}: written by another run; {rerun}")
     seeds, shots, episodes = set(params.seeds), set(params.evaluate.shots), params.evaluate.episodes
     for member, part in frame.groupby("member", sort=False):
         problems = []
@@ -341,7 +367,8 @@ def read_episodes(path: Path, stage: str, params, root: Path | None = None) -> p
         counts = part.groupby(["seed", "shot"]).size()
         if not problems and (len(counts) != len(seeds) * len(shots) or (counts != episodes).any()
                              or set(part["episode"]) != set(range(episodes))):
-            problems.append(f"{counts.min()}–{counts.max()} episodes per seed and shot, episodes {_span(part['episode'])} "
+            per = f"{counts.min()}" if counts.min() == counts.max() else f"{counts.min()}–{counts.max()}"
+            problems.append(f"{per} episodes per seed and shot, episodes {_span(part['episode'])} "
                             f"(evaluate.episodes: {episodes})")
         if problems:
             raise DataError(f"{path}: {member} holds {'; '.join(problems)}: written by another run, or cut "
@@ -383,6 +410,7 @@ def write_reports(params, root: Path) -> tuple[dict, dict]:
             for method, rank in group.groupby("method")["rank"].mean().items():
                 metrics[f"rank_{shot}shot_{method}"] = round(float(rank), 4)
     used = dump_params(read_params_file(root / "params.yaml"))
+    accuracy_png, ranks_png = figure(table), rank_figure(comparison)
     # every report made: now written
     with atomic_path(paths.report(root, "results.csv")) as tmp:
         table.to_csv(tmp, index=False, float_format="%.4f")
@@ -390,7 +418,7 @@ def write_reports(params, root: Path) -> tuple[dict, dict]:
         comparison.to_csv(tmp, index=False, float_format="%.4f")
     write_text(paths.report(root, "results.md"), results_md)
     write_json(paths.report(root, "summary.json"), metrics)
-    figure(table, paths.report(root, "figures") / "accuracy.png")
-    rank_figure(comparison, paths.report(root, "figures") / "ranks.png")
+    write_bytes(paths.report(root, "figures") / "accuracy.png", accuracy_png)
+    write_bytes(paths.report(root, "figures") / "ranks.png", ranks_png)
     write_text(paths.report(root, "params_used.yaml"), used)
     return metrics, run_info

@@ -250,6 +250,23 @@ def _remove_leftovers(spool: Path, age_seconds: float = 3600) -> None:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
+RUN_KEYS = ("id", "name", "parent", "start", "end", "status", "tags", "params", "metrics", "artifacts")
+
+
+def _record_problem(record) -> str | None:
+    """Why a stage record read from its file is not one that ``_push`` can push, or None."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not a stage record"
+    runs = record.get("runs")
+    if not isinstance(runs, list) or not runs:
+        return "no runs in it"
+    for run in runs:
+        missing = [k for k in RUN_KEYS if not isinstance(run, dict) or k not in run]
+        if missing:
+            return f"a run without {', '.join(missing)}"
+    return None
+
+
 def flush(root: Path | None = None) -> dict[str, str]:
     """Push every waiting record into MLflow, oldest first; returns record run id -> MLflow run id.
 
@@ -288,8 +305,9 @@ def flush(root: Path | None = None) -> dict[str, str]:
         for n, path in enumerate(records):
             try:
                 record = json.loads(path.read_text())
-                if not isinstance(record, dict):
-                    raise ValueError(f"a JSON {type(record).__name__}, not a stage record")
+                problem = _record_problem(record)
+                if problem:
+                    raise ValueError(problem)
             except (OSError, UnicodeDecodeError, ValueError) as exc:  # damaged: never pushable, set aside
                 aside = spool / UNREADABLE
                 aside.mkdir(exist_ok=True)

@@ -210,6 +210,9 @@ def test_set_refuses_a_whole_section_and_queue_a_prefix_that_is_no_experiment_na
         with pytest.raises(SystemExit, match="give each setting its own key"):
             ab.parse_set([bad])
     assert ab.parse_set(["executor.gpus_per_task=null"]) == {"executor.gpus_per_task": None}
+    with pytest.raises(SystemExit, match="params.yaml has no key 'sources.diabetes.pretrain.precision', and DVC's -S "
+                                         "only changes keys that params.yaml has"):
+        ab.main(["queue", "--dry-run", "--only", "default", "--set", "sources.diabetes.pretrain.precision=fp32"])
     for prefix in ("a b", "", "a/b", "x:y", "-x", "a..b", "x.lock", "x."):
         with pytest.raises(SystemExit, match="experiment names are git references"):
             ab.main(["queue", "--dry-run", f"--prefix={prefix}", "--only", "default"])

@@ -313,7 +313,7 @@ LOCAL_CASES = [
     ("missing file", None, {"path": "data/local/absent.csv", "target": "label"},
      ["dataset 'mine' (data/local/absent.csv): file not found"]),
     ("missing target column", None, {"path": "data/local/good.csv", "target": "Label "},
-     ["target column 'Label ' not found", "columns: age, city, label"]),
+     ["target column 'Label' not found (did you mean 'label'?)", "columns: age, city, label"]),
     ("single-class target", pd.DataFrame({"a": range(30), "label": ["x"] * 30}),
      {"path": "data/local/bad.csv", "target": "label"}, ["target column 'label' has 1 distinct value"]),
     ("non-UTF-8 csv", "a,label\n1,caf\xe9\n2,b\n".encode("latin-1"),
@@ -1150,7 +1150,7 @@ def synthetic_episodes(params: dict, member_names: list[str], offset: float = 0.
 
 
 @pytest.mark.parametrize("damage, message", [
-    ("fewer episodes", "error in stage 'aggregate': reports/episodes/knn/diabetes.csv: knn holds 99–99 episodes per seed and shot, episodes "
+    ("fewer episodes", "error in stage 'aggregate': reports/episodes/knn/diabetes.csv: knn holds 99 episodes per seed and shot, episodes "
                        "0–98 (evaluate.episodes: 100): written by another run, or cut short; rerun baseline@knn-diabetes"),
     ("cut short", "rerun evaluate@diabetes (`dvc repro evaluate@diabetes`)"),
     ("not a number", "reports/episodes/logreg/diabetes.csv: 1 accuracy value(s) are not accuracies in [0, 100] "

@@ -83,13 +83,18 @@ def test_an_unreadable_record_is_set_aside_and_the_others_are_pushed(tmp_path, m
         with Tracker("fetch", name, root=tmp_path) as tracker:
             tracker.log_metrics({"rows": 3})
         trackers.append(tracker)
-    first, second, third = _records(tmp_path)
+    with Tracker("fetch", "fetch d", root=tmp_path) as tracker:
+        tracker.log_metrics({"rows": 3})
+    first, second, third, fourth = _records(tmp_path)
     first.write_text(first.read_text()[:40])  # cut short
     second.write_text("[1, 2]")  # JSON, not a record
+    record = json.loads(fourth.read_text())
+    del record["runs"][0]["params"]  # a record, but not one that can be pushed
+    fourth.write_text(json.dumps(record))
     ids = flush(tmp_path)
     assert set(ids) == {trackers[2].run_id} and _records(tmp_path) == []
     aside = tmp_path / PENDING_DIR / "unreadable"
-    assert sorted(p.name for p in aside.iterdir()) == sorted([first.name, second.name])
+    assert sorted(p.name for p in aside.iterdir()) == sorted([first.name, second.name, fourth.name])
     err = capsys.readouterr().err
     assert f"the stage record {first.name} cannot be read" in err and "moved to data/tracking/unreadable/" in err
     assert "[track] 1 stage run(s) pushed" in err
