@@ -106,6 +106,8 @@ def reading(path: Path, stage: str):
         raise
     except FileNotFoundError:
         raise DataError(f"{path} does not exist: the {stage} stage writes it (`dvc repro {stage}`)") from None
+    except PermissionError as exc:
+        raise DataError(f"{path} cannot be read: {exc.strerror or 'permission denied'} (its owner or mode)") from None
     except (OSError, EOFError, ValueError, KeyError, TypeError, RuntimeError, zipfile.BadZipFile,
             pickle.UnpicklingError) as exc:
         first = (str(exc).strip().splitlines() or [""])[0][:200]

@@ -3,6 +3,7 @@ test part, and each seed's tracked metrics and log line; the dataset's episodes 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -13,8 +14,8 @@ import torch
 
 from seba import paths
 from seba.config import Params, ratio_tag
-from seba.data import EncodedTable, load_split, scale
-from seba.errors import ConfigError
+from seba.data import EncodedTable, load_split, reading, scale
+from seba.errors import ConfigError, DataError
 from seba.evaluate import ENSEMBLE, evaluate_in_groups, summarise
 from seba.executor import chunks
 from seba.finetune import FineTuneInputs
@@ -84,11 +85,30 @@ def evaluate_chunk(seeds: list[tuple[int, SeedInputs]], member_names: list[str],
                                    budget_bytes=feature_budget(device)))
 
 
+def check_pretrained(params: Params, dataset: str, root: Path) -> None:
+    """Every ratio's pretrain stage finished for every seed: its log.json, written last, lists them
+    (a stage stopped part-way leaves some seeds' checkpoints but no log.json)."""
+    for ratio in params.pretrain.ratios:
+        stage = f"pretrain@{dataset}-{ratio}"
+        path = paths.training_log(root, dataset, ratio)
+        shown = path.relative_to(root) if path.is_relative_to(root) else path
+        if not path.is_file():
+            raise DataError(f"{shown} does not exist: {stage} has not finished (it writes log.json last); run it "
+                            f"(`dvc repro {stage}`)")
+        with reading(shown, stage):
+            trained = json.loads(path.read_text())["seeds"]
+        missing = [s for s in params.seeds if str(s) not in trained]
+        if missing:
+            raise DataError(f"{shown}: {stage} trained seeds {', '.join(sorted(trained, key=int)) or 'none'}, not "
+                            f"{', '.join(map(str, missing))} of params.yaml's seeds: rerun it (`dvc repro {stage}`)")
+
+
 def evaluate_all(params: Params, dataset: str, table: EncodedTable, root: Path, device: torch.device,
                  executor=None) -> Iterator[tuple[int, pd.DataFrame, float, int]]:
     """(seed, its episodes, seconds per seed, seeds evaluated together) for every seed, in order:
     here, in groups that fit memory, or (a Ray ``executor``) as Ray tasks of seed chunks, each
     task reading nothing but what it is sent."""
+    check_pretrained(params, dataset, root)
     seeds, members = list(params.seeds), [ratio_tag(r) for r in params.pretrain.ratios]
     cfg = params.evaluate
     if note := cfg.unevaluated_prototype_shots():

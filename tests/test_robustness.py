@@ -1209,6 +1209,10 @@ def test_aggregate_checks_every_episodes_file_before_it_rewrites_any_report(repo
      "seed0.pt is not a checkpoint of the pretrain stage (no encoder or model_config): rerun pretrain@diabetes-0.1"),
     ("checkpoint missing", "evaluate", ["--dataset", "diabetes"],
      "seed0.pt does not exist: the pretrain@diabetes-0.1 stage writes it (`dvc repro pretrain@diabetes-0.1`)"),
+    ("stage unfinished", "evaluate", ["--dataset", "diabetes"],
+     "data/models/diabetes/r0.3/log.json does not exist: pretrain@diabetes-0.3 has not finished"),
+    ("seed untrained", "evaluate", ["--dataset", "diabetes"],
+     "pretrain@diabetes-0.3 trained seeds 1, not 0 of params.yaml's seeds"),
     ("splits cut short", "pretrain", ["--dataset", "diabetes", "--ratio", "0.1"],
      "data/splits/diabetes.npz cannot be read (BadZipFile"),
     ("processed cut short", "split", ["--dataset", "diabetes"], "data/processed/diabetes.npz cannot be read ("),
@@ -1224,6 +1228,7 @@ def test_a_damaged_file_of_an_earlier_stage_names_the_stage_to_rerun(repo, no_ml
     for ratio in yaml.safe_load((repo / "params.yaml").read_text())["pretrain"]["ratios"]:
         (models / f"r{ratio}").mkdir(parents=True)
         torch.save({"encoder": {}, "model_config": {}}, models / f"r{ratio}" / "seed0.pt")
+        (models / f"r{ratio}" / "log.json").write_text('{"seeds": {"0": {}}}')
     checkpoint = models / "r0.1" / "seed0.pt"
     cut = lambda path: path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])  # noqa: E731
     if damage == "checkpoint cut short":
@@ -1234,12 +1239,17 @@ def test_a_damaged_file_of_an_earlier_stage_names_the_stage_to_rerun(repo, no_ml
         torch.save({"weights": 1}, checkpoint)
     elif damage == "checkpoint missing":
         checkpoint.unlink()
+    elif damage == "stage unfinished":
+        (models / "r0.3" / "log.json").unlink()
+    elif damage == "seed untrained":
+        (models / "r0.3" / "log.json").write_text('{"seeds": {"1": {}}}')
     else:
         cut(repo / "data" / {"splits": "splits/diabetes.npz", "processed": "processed/diabetes.npz",
                              "raw": "raw/diabetes.parquet"}[damage.split()[0]])
     code, output = run_stage_script(stage, args, monkeypatch, capsys)
-    rerun = {"evaluate": "pretrain@diabetes-0.1", "pretrain": "split@diabetes", "split": "preprocess@diabetes",
-             "preprocess": "fetch@diabetes"}[stage]
+    unfinished = damage in ("stage unfinished", "seed untrained")
+    rerun = {"evaluate": f"pretrain@diabetes-{'0.3' if unfinished else '0.1'}", "pretrain": "split@diabetes",
+             "split": "preprocess@diabetes", "preprocess": "fetch@diabetes"}[stage]
     assert code == 2 and message in output and "Traceback" not in output, output
     assert f"`dvc repro {rerun}`" in output, output
 
