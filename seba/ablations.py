@@ -40,6 +40,7 @@ from seba import paths
 from seba.config import ParamsLoader, parse_params, read_params_file
 from seba.baselines.base import check_baselines
 from seba.errors import ConfigError
+from seba.report import checked_numbers
 from seba.runtime import atomic_path, repo_root, write_text
 from seba.validate import data_problems, machine_problems
 
@@ -988,11 +989,8 @@ def checked_scores(scores: pd.DataFrame, where: str) -> pd.DataFrame:
     if unknown.any():
         problems.append((int(unknown.to_numpy().argmax()), f"variant {out['slug'][unknown].iloc[0]!r} is not in "
                                                            f"the table"))
-    for column, low, high in (("shot", 1, None), ("seed", 0, None), ("accuracy", 0, 100)):
-        values = pd.to_numeric(out[column], errors="coerce")
-        bad = values.isna() | (values < low) | ((values > high) if high is not None else False)
-        if column != "accuracy":
-            bad |= ~bad & (values != values.round())
+    for column, low in (("shot", 1), ("seed", 0), ("accuracy", 0)):
+        values, bad = checked_numbers(out[column], column == "accuracy", low)
         if bad.any():
             row = int(bad.to_numpy().argmax())
             shown = out[column].iloc[row]

@@ -310,6 +310,14 @@ def _span(values) -> str:
         ", ".join(map(str, values))
 
 
+def checked_numbers(column: pd.Series, accuracy: bool, low: float = 0) -> tuple[pd.Series, pd.Series]:
+    """A column of an episodes or scores file as numbers, and the rows that hold no such value:
+    an accuracy in [0, 100], or a whole number >= ``low`` (seed, shot, episode)."""
+    values = pd.to_numeric(column, errors="coerce")
+    bad = values.isna() | ~np.isfinite(values) | (values < low)
+    return values, bad | ((values > 100) if accuracy else (~bad & (values != values.round())))
+
+
 def read_episodes(path: Path, stage: str, params, root: Path | None = None) -> pd.DataFrame:
     """An episodes file of ``stage`` (evaluate@<ds> or baseline@<method>-<ds>), checked before any
     report is written: readable, its columns, a number in [0, 100] for every accuracy, and every
@@ -330,12 +338,7 @@ def read_episodes(path: Path, stage: str, params, root: Path | None = None) -> p
     if frame.empty:
         raise DataError(f"{path} holds no episodes: {rerun}")
     for column in ("seed", "shot", "episode", "accuracy", "balanced_accuracy"):
-        values = pd.to_numeric(frame[column], errors="coerce")
-        bad = values.isna() | ~np.isfinite(values) | (values < 0)
-        if column in ("accuracy", "balanced_accuracy"):
-            bad |= values > 100
-        else:
-            bad |= ~bad & (values != values.round())
+        values, bad = checked_numbers(frame[column], accuracy="accuracy" in column)
         if bad.any():
             row = int(bad.to_numpy().argmax())
             raise DataError(f"{path}: {int(bad.sum())} {column} value(s) are not "
