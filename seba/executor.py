@@ -101,24 +101,34 @@ def _nodes(ray) -> list[dict]:
     return [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
 
 
-def capacity(cfg, device_setting: str, ray=None) -> tuple[int, float]:
+def local_nodes(cfg) -> list[dict]:
+    """The one node of the local Ray instance a stage starts here (no address): its CPUs
+    (``executor.local_cpus``, 0 = all cores) and the GPUs torch sees."""
+    import torch
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return [{"CPU": float(cfg.local_cpus or os.cpu_count() or 1), "GPU": float(gpus)}]
+
+
+def capacity(cfg, device_setting: str, ray=None, nodes: list[dict] | None = None,
+             cluster: str = "the Ray cluster") -> tuple[int, float]:
     """(tasks the connected cluster runs at once, GPUs per task). Raises a ConfigError when no node
     can run a task (too many CPUs or GPUs asked for, or ``pretrain.device: cuda`` on a cluster
-    without GPUs)."""
-    ray = ray or ray_module()
-    nodes = _nodes(ray)
+    without GPUs). ``nodes``: these nodes' resources instead of the connected cluster's (``cluster``
+    names them in the message)."""
+    nodes = nodes if nodes is not None else _nodes(ray or ray_module())
     total_gpus = sum(n.get("GPU", 0) for n in nodes)
     if cfg.gpus_per_task is not None:
         gpus = float(cfg.gpus_per_task)
     else:
         gpus = 1.0 if total_gpus > 0 and device_setting != "cpu" else 0.0
     if device_setting == "cuda" and total_gpus == 0:
-        raise ConfigError("params.yaml: 'pretrain.device' is 'cuda' but the Ray cluster has no GPU; use auto or cpu")
+        raise ConfigError(f"params.yaml: 'pretrain.device' is 'cuda' but {cluster} has no GPU; use auto or cpu")
     fits = [n for n in nodes if n.get("CPU", 0) >= cfg.cpus_per_task and n.get("GPU", 0) >= gpus]
     if not fits:
         largest = max((f"{n.get('CPU', 0):g} CPUs, {n.get('GPU', 0):g} GPUs" for n in nodes), default="no node")
         raise ConfigError(f"params.yaml: executor asks {cfg.cpus_per_task} CPUs and {gpus:g} GPUs per task "
-                          f"(executor.cpus_per_task, executor.gpus_per_task) but no node of the Ray cluster has "
+                          f"(executor.cpus_per_task, executor.gpus_per_task) but no node of {cluster} has "
                           f"them (largest: {largest})")
     slots = sum(int(n.get("CPU", 0) // cfg.cpus_per_task) if not gpus
                 else min(int(n.get("CPU", 0) // cfg.cpus_per_task), int(n.get("GPU", 0) // gpus)) for n in fits)

@@ -29,7 +29,7 @@ from seba.config import Params, load_params
 from seba.data import (check_shots, load_local_table, load_snapshot, make_split, read_manifest, reading,
                        supplied_copy_missing)
 from seba.errors import ConfigError, DataError
-from seba.executor import probe_address
+from seba.executor import capacity, local_nodes, probe_address
 from seba.pretrain import member_bytes, plan_stacks, plan_workers
 from seba.runtime import repo_root, select_device, write_text
 from seba.theorem import load_theorem
@@ -199,6 +199,13 @@ def machine_problems(params: Params) -> list[str]:
             given = params.executor.address
             address = given if given is not None else (os.environ.get("RAY_ADDRESS") or None)
             probe_address(address, "executor.address" if given is not None else "$RAY_ADDRESS")
+            if address is None:  # the stages start a local instance here: its one node must run a task
+                cluster = (f"the local Ray instance a stage starts here (executor.local_cpus "
+                           f"{params.executor.local_cpus or 'all'} of {os.cpu_count()} cores; no executor.address "
+                           f"or $RAY_ADDRESS)")
+                for device in dict.fromkeys([params.pretrain.device] + [params.pretrain_for(d).device
+                                                                        for d in params.datasets]):
+                    capacity(params.executor, device, nodes=local_nodes(params.executor), cluster=cluster)
         except ConfigError as exc:
             problems.append(str(exc))
     return problems

@@ -53,6 +53,25 @@ def test_bad_executor_params_name_the_key(root, edit, message):
     assert message in str(error.value)
 
 
+@pytest.mark.parametrize("edit, message", [
+    ({"cpus_per_task": 4096}, "executor asks 4096 CPUs and 0 GPUs per task"),
+    ({"gpus_per_task": 64}, "executor asks 1 CPUs and 64 GPUs per task"),
+    ({"local_cpus": 1, "cpus_per_task": 2}, "(executor.local_cpus 1 of "),
+])
+def test_validate_refuses_tasks_the_local_ray_instance_cannot_run(root, monkeypatch, edit, message):
+    """Without a cluster address the stages start a local Ray instance: seba-validate checks the
+    task shape against this machine before DVC removes any output (the stage would fail later)."""
+    from seba.validate import machine_problems
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    raw = yaml.safe_load((root / "params.yaml").read_text())
+    raw["executor"].update(kind="ray", address=None, **edit)
+    problems = machine_problems(parse_params(raw))
+    assert len(problems) == 1 and message in problems[0] and "the local Ray instance a stage starts here" in problems[0]
+    raw["executor"] = {"kind": "ray", "address": None}
+    assert machine_problems(parse_params(raw)) == []
+
+
 def test_without_ray_installed_the_error_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ConfigError, match=r"executor.kind' is ray but Ray is not installed; install it with "
