@@ -26,6 +26,16 @@ cd "$(dirname "$0")/.." || exit 1
 out=${1:?OUTDIR SECONDS}; budget=${2:?OUTDIR SECONDS}; baseline=${3:-}
 tables=${TABLES:-}  # empty: params.yaml's datasets, cheapest first (gpu_protocol.py's CHEAPEST_FIRST)
 methods=${METHODS:-[knn,logreg]}  # the baselines run beside SeBA (logreg: scikit-learn on the CPU)
+case "$budget" in
+  ''|*[!0-9]*) echo "SECONDS must be a whole number of seconds, got '$budget'" >&2; exit 2 ;;
+esac
+# the checks before the protocol may take their caps (90 s tests, 150 s stacking, 200 s encoder speed)
+need=$(( 15 + 30 + (${TESTS:-1} != 0 ? 90 : 0) + (${STACKING:-1} != 0 ? 150 : 0) + (${FT_SPEED:+1} + 0 ? 200 : 0) ))
+if [ "$budget" -lt "$need" ]; then
+  echo "SECONDS $budget leaves the protocol no time after the checks' caps ($need s with TESTS=${TESTS:-1}," \
+       "STACKING=${STACKING:-1}${FT_SPEED:+, FT_SPEED}); give more, or TESTS=0 / STACKING=0" >&2
+  exit 2
+fi
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 . benchmarks/wheels.sh  # packages the machine lacks, carried as wheels in .whl/
@@ -50,6 +60,10 @@ left() { echo $(( budget - ($(date +%s) - t0) )); }
 } > "$out/checks.log" 2>&1
 cat "$out/checks.log"
 rest=$(( $(left) - 15 ))
+if [ "$rest" -lt 30 ]; then
+  echo "== protocol not started: $rest s left of SECONDS $budget after the checks"
+  exit 1
+fi
 if [ -n "$tables" ]; then order=(--datasets $tables); else order=(--cheapest-first); fi
 echo "== protocol: $rest s"
 timeout "$rest" python3 benchmarks/gpu_protocol.py --set "seeds=${SEEDS:-100}" fetch.source=snapshot "baselines.methods=$methods" \

@@ -68,15 +68,22 @@ def edit_params(text: str, settings: list[str]) -> str:
     for item in settings:
         key, sep, value = item.partition("=")
         if not sep:
-            raise SystemExit(f"--set takes KEY=VALUE, got {item!r}")
-        if key == "seeds" and re.fullmatch(r"\d+\.\.\d+", value.strip()):
+            raise SystemExit(f"{item!r}: a setting is KEY=VALUE (--set of gpu_protocol.py, the arguments of gpu_run.sh start)")
+        if key == "seeds" and re.fullmatch(r"-?\d+\.\.-?\d+", value.strip()):
             first, last = (int(v) for v in value.split(".."))
             if last < first:
                 raise SystemExit(f"--set seeds={value}: the last seed is below the first")
+            if first < 0:
+                raise SystemExit(f"--set seeds={value}: seeds are whole numbers >= 0")
             value = list(range(first, last + 1))
         else:
-            value = yaml.load(value, Loader=ParamsLoader)
+            try:
+                value = yaml.load(value, Loader=ParamsLoader)
+            except yaml.YAMLError as exc:
+                raise SystemExit(f"--set {item}: the value is not valid YAML ({str(exc).splitlines()[0]})") from None
         if key == "seeds" and isinstance(value, int):
+            if value < 1:
+                raise SystemExit(f"--set seeds={value}: a number of seeds is at least 1 (seeds 0 … N−1)")
             value = list(range(value))
         node = params
         for part in key.split(".")[:-1]:
@@ -85,6 +92,17 @@ def edit_params(text: str, settings: list[str]) -> str:
             node = node[part]
         node[key.split(".")[-1]] = value
     return dump_params(params)  # quoted where YAML 1.2 would read text as a number
+
+
+def deadline_seconds(text: str) -> float:
+    """argparse type: a number of seconds >= 0 (0: no deadline)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds are >= 0 (0: none)")
+    return value
 
 
 def run_stage(script: str, *args: str) -> float:
@@ -171,13 +189,17 @@ def main() -> None:
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
     parser.add_argument("--datasets", nargs="*", help="in this order (default: params.yaml's datasets)")
     parser.add_argument("--cheapest-first", action="store_true", help="the datasets in CHEAPEST_FIRST's order")
-    parser.add_argument("--deadline", type=float, default=0, help="start no dataset after this many seconds")
-    parser.add_argument("--stage-deadline", type=float, default=0,
+    parser.add_argument("--deadline", type=deadline_seconds, default=0, help="start no dataset after this many seconds")
+    parser.add_argument("--stage-deadline", type=deadline_seconds, default=0,
                         help="start no pretrain stage after this many seconds (see --resume)")
     parser.add_argument("--resume", action="store_true",
                         help="skip the pretrain stages an earlier run finished here with the same params")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    if args.out:
+        if args.out.exists() and not args.out.is_dir():
+            raise SystemExit(f"--out {args.out}: a file, not a folder")
+        args.out.mkdir(parents=True, exist_ok=True)
 
     params_file = ROOT / "params.yaml"
     original = params_file.read_text()
@@ -194,8 +216,6 @@ def main() -> None:
         params = load_params(params_file)
         timings = {"device": device_description(), "params": yaml.safe_load(params_file.read_text()),
                    "stages": [], "datasets": {}}
-        if args.out:
-            args.out.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
 
         def timed(script: str, *stage_args: str) -> float:
