@@ -180,6 +180,15 @@ def check_inputs(params: Params, root: Path) -> None:
         raise DataError(f"the analyses read the pipeline's tables, splits and trained encoders, and "
                         f"{len(missing)} are not there ({shown}{', ...' if len(missing) > 6 else ''}): "
                         f"`dvc repro analyses/dvc.yaml:analysis` makes them first (the pipeline up to pretrain)")
+    cfg = params.analysis
+    for dataset in params.datasets:  # the k of each analysis needs more rows than k (it was cut silently)
+        splits = [load_split(paths.splits(root, dataset), seed) for seed in params.seeds]
+        train, test = len(splits[0].train), min(len(s.test) for s in splits)
+        for key, k, rows, part in (("max_k", cfg.max_k, train, "training"), ("consistency_k", cfg.consistency_k, test,
+                                                                            "test")):
+            if k >= rows:
+                raise DataError(f"'analysis.{key}' ({k}) needs more {part} rows than dataset '{dataset}' has "
+                                f"({rows}{' in its smallest split' if part == 'test' else ''}): lower it below {rows}")
 
 
 def analyse_dataset(params: Params, dataset: str, root: Path) -> tuple[list[dict], list[dict]]:

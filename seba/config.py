@@ -410,6 +410,12 @@ class AnalysisConfig:
     # draws the masks and the batches
     seed: Annotated[Int, rule(lambda v: 0 <= v <= SEED_MAX, f"must lie in [0, {SEED_MAX}]")] = 0
 
+    def __post_init__(self):
+        # a batch needs more rows than the neighbours inspected, or no batch is used
+        if self.batch_rows <= self.max_k:
+            raise ConfigError(f"params.yaml: 'analysis.batch_rows' ({self.batch_rows}) must exceed 'analysis.max_k' "
+                              f"({self.max_k}): a batch of at most k rows has no k nearest neighbours besides a row")
+
 
 def _gpus(value: Any) -> Any:
     if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):

@@ -115,16 +115,25 @@ def test_missing_inputs_are_named_before_any_table_is_analysed(root, tmp_path):
     raw.update(datasets=["diabetes", "cmc"], seeds=[0])
     raw["pretrain"]["ratios"] = [0.2, 0.5]
     params = parse_params(raw)
+    from seba.data import make_split, save_splits
+
+    y = np.repeat([0, 1], 100)
     for dataset in ("diabetes", "cmc"):
         for path in (paths.processed(tmp_path, dataset), paths.splits(tmp_path, dataset),
                      *(paths.checkpoint(tmp_path, dataset, r, 0) for r in (0.2, 0.5))):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(b"")
+        save_splits(paths.splits(tmp_path, dataset), [make_split(y, 0, 1 / 6, 0.1)])
     check_inputs(params, tmp_path)
     paths.checkpoint(tmp_path, "cmc", 0.5, 0).unlink()
     with pytest.raises(DataError, match=r"1 are not there \(data/models/cmc/r0.5/seed0.pt\): `dvc repro "
                                         r"analyses/dvc.yaml:analysis` makes them first"):
         check_inputs(params, tmp_path)
+    paths.checkpoint(tmp_path, "cmc", 0.5, 0).write_bytes(b"")
+    raw["analysis"] = {"consistency_k": 1000}  # more neighbours than test rows: named, not cut silently
+    with pytest.raises(DataError, match=r"'analysis.consistency_k' \(1000\) needs more test rows than dataset "
+                                        r"'diabetes' has \(\d+ in its smallest split\)"):
+        check_inputs(parse_params(raw), tmp_path)
 
 
 @pytest.mark.slow
@@ -148,3 +157,12 @@ def test_the_analysis_stage_runs_only_when_asked_and_writes_its_report(tiny_pipe
     assert yaml.safe_load((out / "params.yaml").read_text())["pretrain.ratios"] == [0.2, 0.5]
     assert stages_run(run(["dvc", "repro", "analyses/dvc.yaml"], work, env).stdout) == set()
     assert stages_run(run(["dvc", "repro", "--dry"], work, env).stdout) == set()
+
+
+def test_batches_no_larger_than_k_are_refused_by_name(root):
+    raw = yaml.safe_load((root / "params.yaml").read_text())
+    raw["analysis"] = {"batch_rows": 20, "max_k": 20}
+    with pytest.raises(ConfigError, match=r"'analysis.batch_rows' \(20\) must exceed 'analysis.max_k' \(20\)"):
+        parse_params(raw)
+    raw["analysis"] = {"batch_rows": 21, "max_k": 20}
+    assert parse_params(raw).analysis.batch_rows == 21
