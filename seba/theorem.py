@@ -360,6 +360,17 @@ def _num(value: float) -> str:
     return f"{value:.3g}" if value >= 1e-3 else f"{value:.2e}"
 
 
+def _sparse_heading(sparse: pd.DataFrame) -> str:
+    """The sparse verdict as this grid shows it: points above the bound, or why there are none."""
+    if (~sparse["holds"]).any():
+        return "**Sparse Δ: the claim fails (counterexample).**"
+    if (sparse["floor"] > 0).any():
+        return ("**Sparse Δ: the claim fails beyond this grid.** No point of this grid lies above the bound; "
+                "larger δ² (`theorem.separations`) show it.")
+    return ("**Sparse Δ: no counterexample on this grid.** Every view keeps every coordinate here (n = D, "
+            "`theorem.ratios` 1), so no view misses the informative one; with n < D:")
+
+
 def report_markdown(cfg: TheoremConfig, pairs: pd.DataFrame, batches: pd.DataFrame, c_fit: float) -> str:
     """reports/theorem/README.md: where the claim holds, where it fails, the counterexample with
     numbers, the batch-level rates and the params used (``pairs`` as ``judge`` returns it)."""
@@ -394,14 +405,16 @@ def report_markdown(cfg: TheoremConfig, pairs: pd.DataFrame, batches: pd.DataFra
         f"larger for small δ². On this grid C = {c_fit:.4f} bounds every dense point (the smallest C*, at "
         f"D = {arg.D}, r = {arg.ratio:g}, δ² = {arg.delta2:g}, where E_S[p] = {_num(arg.p)}); the figure's bound "
         "line uses it.",
-        "- **Dense Δ, growing D: no constant independent of D.** The best constant per D is "
+        ("- **Dense Δ, growing D: no constant independent of D.** The best constant per D is " if len(per_dim) > 1
+         else "- **Dense Δ, growing D: not tested on this grid (one D; `theorem.dims` needs two or more).** "
+              "The best constant at its D is ")
         + ", ".join(f"{c:.4f} (D = {d}, at r = {at[d].ratio:g}, δ² = {at[d].delta2:g})" for d, c in per_dim.items())
         + (f"; between the two largest D it falls like D^{slope:.2f}" if len(per_dim) > 1 else "")
         + ". The worst points have δ_S² of the order of √n, where the noise term ‖U‖² − ‖V‖² (spread √(12n)) "
         "swamps the separation: with δ_S² = c√n, p tends to Φ(−c/√12) > 0 while nδ²/D grows, so C* falls like "
         "n^(−1/2). The lemma's “global constant” does not exist; the proof's own bound decays like "
         "exp(−δ_S⁴/(256 n)) there, not exp(−C δ_S²).",
-        f"- **Sparse Δ: the claim fails (counterexample).** A view that misses the informative coordinate "
+        "- " + _sparse_heading(sparse) + " A view that misses the informative coordinate "
         "(probability 1 − n/D) gives p = 1/2 exactly, so E_S[p] ≥ (1 − n/D)/2 whatever δ², while the bound goes to 0. "
         f"C* ≤ ln(4/(1 − n/D)) · D/(nδ²) → 0: at δ² = {top:g} the smallest sparse C* is "
         f"{sparse['c_star'].min():.2e}, and {int((~sparse['holds']).sum())} of {len(sparse)} sparse points lie above "
@@ -434,7 +447,7 @@ def report_markdown(cfg: TheoremConfig, pairs: pd.DataFrame, batches: pd.DataFra
     table = dense[dense["D"] == dim0].pivot(index="delta2", columns="ratio", values="p")
     for delta2, row in table.iterrows():
         lines.append(f"| {delta2:g} | " + " | ".join(_num(row[r]) for r in cfg.ratios) + " |")
-    lines += ["", f"## Batch level: share of rows whose target-view 1-NN has the other class", "",
+    lines += ["", "## Batch level: share of rows whose target-view 1-NN has the other class", "",
               f"D = {cfg.batch_dim}, batches of {cfg.batch_size} rows (half of each class), {cfg.masks} batches per "
               "cell, each with a fresh random view; mean ± standard error over the batches.", "",
               "| Δ | " + " | ".join(f"r = {r:g} (n = {view_size(cfg.batch_dim, r)})" for r in cfg.ratios) + " |",

@@ -166,3 +166,23 @@ def test_the_stage_names_a_bad_key_and_writes_nothing(root, tmp_path, monkeypatc
     assert exit_info.value.code == 2
     assert "error in stage 'theorem': params.yaml: 'theorem.masks' must lie in [1, 100000], got 0" in capsys.readouterr().err
     assert not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize("grid, dense, sparse", [
+    ({"dims": [16]}, "growing D: not tested on this grid (one D", "the claim fails (counterexample)"),
+    ({"ratios": [1.0]}, "growing D: no constant independent of D", "no counterexample on this grid"),
+])
+def test_the_verdicts_say_what_the_grid_shows(grid, dense, sparse):
+    """The report's headings follow the numbers: one D cannot show the growth in D, and a grid
+    without a sparse point above the bound (small δ², or views of every coordinate) says so."""
+    from seba.theorem import report_markdown
+
+    cfg = parse_theorem({**TINY, **grid})
+    pairs = pair_table(cfg)
+    c_fit = best_constant(pairs)
+    report = report_markdown(cfg, judge(pairs, c_fit), batch_table(cfg), c_fit)
+    assert dense in report and sparse in report, report[:3000]
+    sparse_rows = pd.DataFrame({"holds": [True, True], "floor": [0.375, 0.375]})
+    from seba.theorem import _sparse_heading
+
+    assert "the claim fails beyond this grid" in _sparse_heading(sparse_rows)  # no point above the bound, n < D
