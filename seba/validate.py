@@ -149,8 +149,14 @@ def notes(params: Params) -> list[str]:
     out = [f"{note} ({', '.join(names)})" for note, names in found.items()]
     if note := params.evaluate.unevaluated_prototype_shots():
         out.append(note)
-    if params.executor.kind == "local" and params.executor.address is not None:
-        out.append(f"executor.address {params.executor.address!r} is used with executor.kind ray only (kind is local)")
+    if params.executor.kind == "local":
+        defaults = type(params.executor)()
+        shown = lambda v: repr(v) if isinstance(v, str) else f"{v:g}"  # noqa: E731
+        ray_only = [f"{key} {shown(getattr(params.executor, key))}" for key in ("address", "cpus_per_task", "gpus_per_task",
+                                                                          "tasks", "retries", "local_cpus")
+                    if getattr(params.executor, key) != getattr(defaults, key)]
+        if ray_only:
+            out.append(f"executor {', '.join(ray_only)}: used with executor.kind ray only (kind is local)")
     return out
 
 

@@ -219,7 +219,7 @@ def test_settings_that_change_nothing_are_noted_by_validate(raw):
     edited["pretrain"].update(mask_bias=True, conditioned=False, random_ratio_range=[0.2, 0.4])
     edited["sources"]["cmc"]["pretrain"] = {"conditioned": True}
     edited["evaluate"].update(shots=[5], prototype_shots=[1])
-    edited["executor"] = {"address": "10.0.0.1:6379"}
+    edited["executor"] = {"address": "10.0.0.1:6379", "gpus_per_task": 1}
     datasets = [d for d in raw["datasets"] if d != "cmc"]
     assert sorted(notes(parse_params(edited))) == sorted([
         f"pretrain.mask_bias is true but pretrain.conditioned is false: no mask reaches the projector, so it changes "
@@ -227,4 +227,4 @@ def test_settings_that_change_nothing_are_noted_by_validate(raw):
         f"pretrain.random_ratio_range is [0.2, 0.4], but pretrain.ratios has no 'random' ratio, the only one that uses "
         f"it ({', '.join(raw['datasets'])})",
         "evaluate.prototype_shots lists 1, which evaluate.shots [5] lacks: no episode uses it",
-        "executor.address '10.0.0.1:6379' is used with executor.kind ray only (kind is local)"])
+        "executor address '10.0.0.1:6379', gpus_per_task 1: used with executor.kind ray only (kind is local)"])
