@@ -349,7 +349,8 @@ def check_plans(plans: list[Plan], root: Path) -> None:
                            raw.get("fetch")], sort_keys=True, default=str)  # all the rows' checks read
         machine = json.dumps([raw.get("pretrain", {}).get("device"), raw.get("executor"), raw.get("baselines")],
                              sort_keys=True, default=str)
-        for key, check in ((rows, lambda: data_problems(params, root, say=None)), (machine, lambda: machine_problems(params))):
+        checks = ((rows, lambda: data_problems(params, root, say=None)), (machine, lambda: machine_problems(params)))
+        for key, check in checks:
             if key not in seen:
                 seen[key] = check()
             if seen[key]:

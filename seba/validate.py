@@ -150,11 +150,10 @@ def notes(params: Params) -> list[str]:
     if note := params.evaluate.unevaluated_prototype_shots():
         out.append(note)
     if params.executor.kind == "local":
-        defaults = type(params.executor)()
-        shown = lambda v: repr(v) if isinstance(v, str) else f"{v:g}"  # noqa: E731
-        ray_only = [f"{key} {shown(getattr(params.executor, key))}" for key in ("address", "cpus_per_task", "gpus_per_task",
-                                                                          "tasks", "retries", "local_cpus")
-                    if getattr(params.executor, key) != getattr(defaults, key)]
+        given, defaults = params.executor, type(params.executor)()
+        ray_only = [f"{key} {value!r}" if isinstance(value, str) else f"{key} {value:g}"
+                    for key in ("address", "cpus_per_task", "gpus_per_task", "tasks", "retries", "local_cpus")
+                    if (value := getattr(given, key)) != getattr(defaults, key)]
         if ray_only:
             out.append(f"executor {', '.join(ray_only)}: used with executor.kind ray only (kind is local)")
     return out
