@@ -31,8 +31,8 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from seba.config import PretrainConfig
 from seba import paths
+from seba.config import PretrainConfig
 from seba.data import EncodedTable, reading, scale
 from seba.errors import ConfigError, DataError, TrainingDiverged
 from seba.paths import RANDOM_RATIO
