@@ -149,6 +149,12 @@ def notes(params: Params) -> list[str]:
     out = [f"{note} ({', '.join(names)})" for note, names in found.items()]
     if note := params.evaluate.unevaluated_prototype_shots():
         out.append(note)
+    cores = os.cpu_count() or 1
+    over = {params.pretrain_key(d, "threads"): params.pretrain_for(d).threads for d in params.datasets}
+    for key, n in over.items():
+        if n > cores:
+            out.append(f"{key} {n}: more than this machine's {cores} cores, so the threads would wait on each "
+                       f"other (0 = all cores)")
     if params.executor.kind == "local":
         given, defaults = params.executor, type(params.executor)()
         ray_only = [f"{key} {value!r}" if isinstance(value, str) else f"{key} {value:g}"

@@ -1,5 +1,6 @@
 import copy
 import dataclasses
+import os
 from pathlib import Path
 
 import pytest
@@ -220,6 +221,7 @@ def test_settings_that_change_nothing_are_noted_by_validate(raw):
     edited["sources"]["cmc"]["pretrain"] = {"conditioned": True}
     edited["evaluate"].update(shots=[5], prototype_shots=[1])
     edited["executor"] = {"address": "10.0.0.1:6379", "gpus_per_task": 1}
+    edited["sources"]["dna"]["pretrain"] = {"threads": 4096}
     datasets = [d for d in raw["datasets"] if d != "cmc"]
     assert sorted(notes(parse_params(edited))) == sorted([
         f"pretrain.mask_bias is true but pretrain.conditioned is false: no mask reaches the projector, so it changes "
@@ -227,4 +229,6 @@ def test_settings_that_change_nothing_are_noted_by_validate(raw):
         f"pretrain.random_ratio_range is [0.2, 0.4], but pretrain.ratios has no 'random' ratio, the only one that uses "
         f"it ({', '.join(raw['datasets'])})",
         "evaluate.prototype_shots lists 1, which evaluate.shots [5] lacks: no episode uses it",
-        "executor address '10.0.0.1:6379', gpus_per_task 1: used with executor.kind ray only (kind is local)"])
+        "executor address '10.0.0.1:6379', gpus_per_task 1: used with executor.kind ray only (kind is local)",
+        f"sources.dna.pretrain.threads 4096: more than this machine's {os.cpu_count()} cores, so the threads would "
+        f"wait on each other (0 = all cores)"])
