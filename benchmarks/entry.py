@@ -97,6 +97,17 @@ def ratio(text: str) -> float:
     return value
 
 
+def seconds(text: str) -> float:
+    """argparse type: a number of seconds >= 0 (a deadline; 0: none)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds are >= 0 (0: none)")
+    return value
+
+
 def read_json(path):
     """The JSON file at ``path``, or a one-line exit naming it."""
     try:

@@ -94,17 +94,6 @@ def edit_params(text: str, settings: list[str]) -> str:
     return dump_params(params)  # quoted where YAML 1.2 would read text as a number
 
 
-def deadline_seconds(text: str) -> float:
-    """argparse type: a number of seconds >= 0 (0: no deadline)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: seconds are >= 0 (0: none)")
-    return value
-
-
 def run_stage(script: str, *args: str) -> float:
     """``python stages/<script>.py args`` in this process; its wall seconds. A failure ends the run."""
     argv = sys.argv
@@ -185,12 +174,16 @@ def cheapest_first(datasets: list[str]) -> list[str]:
 
 
 def main() -> None:
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from benchmarks.entry import seconds
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
     parser.add_argument("--datasets", nargs="*", help="in this order (default: params.yaml's datasets)")
     parser.add_argument("--cheapest-first", action="store_true", help="the datasets in CHEAPEST_FIRST's order")
-    parser.add_argument("--deadline", type=deadline_seconds, default=0, help="start no dataset after this many seconds")
-    parser.add_argument("--stage-deadline", type=deadline_seconds, default=0,
+    parser.add_argument("--deadline", type=seconds, default=0, help="start no dataset after this many seconds")
+    parser.add_argument("--stage-deadline", type=seconds, default=0,
                         help="start no pretrain stage after this many seconds (see --resume)")
     parser.add_argument("--resume", action="store_true",
                         help="skip the pretrain stages an earlier run finished here with the same params")

@@ -620,6 +620,12 @@ def without_table(members: list[SeedData]) -> list[SeedData]:
             for m in members]
 
 
+def with_table(members: list[SeedData], table: EncodedTable) -> list[SeedData]:
+    """``without_table``'s members given their table again (in the Ray task)."""
+    return [m if m.source is None or m.source.table is not None
+            else dataclasses.replace(m, source=dataclasses.replace(m.source, table=table)) for m in members]
+
+
 def train_chunk(members: list[SeedData], groups: np.ndarray, ratio: float | str, cfg: PretrainConfig,
                 label: str, table: EncodedTable | None = None) -> list[PretrainResult]:
     """The seeds of one Ray task (seba.executor), trained where the task runs: on that node's
@@ -628,8 +634,7 @@ def train_chunk(members: list[SeedData], groups: np.ndarray, ratio: float | str,
     ``table``: the table of members sent ``without_table``."""
     device = select_device(cfg.device)
     if table is not None:
-        members = [m if m.source is None or m.source.table is not None
-                   else dataclasses.replace(m, source=dataclasses.replace(m.source, table=table)) for m in members]
+        members = with_table(members, table)
     # arrays from Ray's object store are read-only: torch would warn on each
     members = [m if m.source is not None else dataclasses.replace(m, x_train=np.array(m.x_train), x_val=np.array(m.x_val))
                for m in members]  # (a source's scaled rows are new arrays)
