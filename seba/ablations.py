@@ -600,7 +600,7 @@ SIMILAR_RATIO = (0.5, 2.0)  # ours / paper within this range counts as a similar
 @dataclass
 class Collected:
     chosen: dict[str, Experiment]            # slug -> the experiment used
-    scores: pd.DataFrame                     # slug, dataset, shot, seed, accuracy
+    scores: pd.DataFrame                     # slug, dataset, shot, seed, accuracy, default_rev
     table: pd.DataFrame                      # ablation, variant, dataset, shot, ours, ... (one row per cell)
     effects: pd.DataFrame                    # ablation, shot, variant: differences to the default
     best: pd.DataFrame                       # ablation, shot, variant: datasets on which it is best
@@ -608,15 +608,22 @@ class Collected:
     notes: list[str] = field(default_factory=list)
     ignored: list[Experiment] = field(default_factory=list)
     merged: list["Group"] = field(default_factory=list)  # earlier collections whose tables the report adds
+    shown: dict[str, str] = field(default_factory=dict)  # table -> rev of the default its report shows
 
 
-def experiment_for(chosen: dict[str, Experiment], merged: Iterable["Group"], slug: str, dataset: str) -> Experiment | None:
+def experiment_for(chosen: dict[str, Experiment], merged: Iterable["Group"], slug: str, dataset: str,
+                   default_rev: str | None = None) -> Experiment | None:
     """The experiment whose results a (variant, table) cell shows: a merged collection's where it fills
-    that cell, else this run's on this run's tables."""
+    that cell, else this run's on this run's tables. A table can hold defaults of several rounds
+    (each paired with its own round's variants): ``default_rev`` picks the default shown."""
     merged = list(merged)
-    for group in merged:
-        if group.supplies(slug, dataset) and slug in group.chosen:
-            return group.chosen[slug]
+    if slug == DEFAULT and default_rev:
+        for exp in [chosen.get(DEFAULT)] + [g.chosen.get(DEFAULT) for g in merged if g.supplies(DEFAULT, dataset)]:
+            if exp is not None and exp.rev == default_rev:
+                return exp
+    group = supplier(merged, slug, dataset)
+    if group is not None:
+        return group.chosen[slug]
     default = chosen.get(DEFAULT)
     if merged and default is not None and dataset not in default.datasets:
         return None
@@ -711,9 +718,10 @@ def collect(show: list, read_episodes: Callable[[Experiment, str], pd.DataFrame]
             digests.update({(slug, dataset, *k): v for k, v in episode_digests(episodes).items()})
             acc = seed_accuracies(episodes)
             acc = acc[acc["seed"].isin(exp.seeds)] if exp.seeds else acc
-            frames.append(acc.assign(slug=slug, dataset=dataset))
+            # each row pairs with this run's default (a variant − default difference is of one run)
+            frames.append(acc.assign(slug=slug, dataset=dataset, default_rev=default.rev if default else ""))
     scores = (pd.concat(frames, ignore_index=True) if frames
-              else pd.DataFrame(columns=["shot", "seed", "accuracy", "slug", "dataset"]))
+              else pd.DataFrame(columns=["shot", "seed", "accuracy", "slug", "dataset", "default_rev"]))
     scores = scores[SCORE_COLUMNS]
 
     merged: list[Group] = []
@@ -727,24 +735,40 @@ def collect(show: list, read_episodes: Callable[[Experiment, str], pd.DataFrame]
         datasets = sorted(set(datasets) | {t for g in merged for t in g.tables})
 
     notes += same_as_default(scores, chosen, digests)
-    table = _table(chosen, scores, paper, datasets, merged)
+    shown = shown_defaults(scores, default.rev if default else None)
+    table = _table(chosen, scores, paper, datasets, merged, shown)
     effects = _effects(scores, paper, datasets)
     best = _best(table)
-    return Collected(chosen, scores, table, effects, best, datasets, notes, ignored, merged)
+    return Collected(chosen, scores, table, effects, best, datasets, notes, ignored, merged, shown)
+
+
+def shown_defaults(scores: pd.DataFrame, preferred: str | None = None) -> dict[str, str]:
+    """Per table, the rev of the default that its report shows: where a table holds the defaults of
+    several rounds (merged runs whose defaults differ), the one most of its variants pair with; a tie
+    goes to ``preferred`` (this run's), else to the first rev in sort order."""
+    shown = {}
+    for dataset, part in scores.groupby("dataset"):
+        revs = sorted(set(part.loc[part["slug"] == DEFAULT, "default_rev"]))
+        if not revs:
+            continue
+        paired = part[part["slug"] != DEFAULT].groupby("default_rev")["slug"].nunique()
+        shown[str(dataset)] = max(revs, key=lambda r: (int(paired.get(r, 0)), r == preferred, [-ord(ch) for ch in r]))
+    return shown
 
 
 def same_as_default(scores: pd.DataFrame, chosen: dict[str, Experiment],
                     digests: dict[tuple, str] | None = None) -> list[str]:
-    """Notes for variants whose every (table, shot, seed) accuracy equals the default's, and every
-    episode's where both have ``digests`` (``episode_digests``, keyed slug, dataset, shot, seed):
-    their switch had no effect, as when the code does not read it yet."""
+    """Notes for variants whose every (table, shot, seed) accuracy equals the default's they pair
+    with, and every episode's where both have ``digests`` (``episode_digests``, keyed slug, dataset,
+    shot, seed): their switch had no effect, as when the code does not read it yet."""
     notes, digests = [], digests or {}
-    base = scores[scores["slug"] == DEFAULT].set_index(["dataset", "shot", "seed"])["accuracy"]
+    keys = ["dataset", "default_rev", "shot", "seed"]
+    base = scores[scores["slug"] == DEFAULT].set_index(keys)["accuracy"]
     for slug, exp in chosen.items():
-        mine = scores[scores["slug"] == slug].set_index(["dataset", "shot", "seed"])["accuracy"]
+        mine = scores[scores["slug"] == slug].set_index(keys)["accuracy"]
         common = mine.index.intersection(base.index)
-        episodes_differ = any(digests.get((slug, *k)) != digests.get((DEFAULT, *k))
-                              for k in common if (slug, *k) in digests and (DEFAULT, *k) in digests)
+        episodes_differ = any(digests.get((slug, k[0], *k[2:])) != digests.get((DEFAULT, k[0], *k[2:]))
+                              for k in common if (slug, k[0], *k[2:]) in digests and (DEFAULT, k[0], *k[2:]) in digests)
         if (slug != DEFAULT and len(common) and not episodes_differ
                 and np.allclose(mine[common], base[common], rtol=0, atol=1e-9)):
             notes.append(f"`{exp.name}` has exactly the default's accuracies on every table, shot and seed: its "
@@ -768,15 +792,22 @@ def _status(exp: Experiment | None, has: bool, dataset: str | None = None) -> st
 
 
 def _table(chosen: dict[str, Experiment], scores: pd.DataFrame, paper: pd.DataFrame, datasets: list[str],
-           merged: Iterable[Group] = ()) -> pd.DataFrame:
-    rows = []
+           merged: Iterable[Group] = (), shown: dict[str, str] | None = None) -> pd.DataFrame:
+    rows, merged, shown = [], list(merged), shown or {}
     for a in ABLATIONS:
         for shot in a.shots:
             for variant, slug in a.variants:
                 for dataset in datasets:
-                    exp = experiment_for(chosen, merged, slug, dataset)
+                    exp = experiment_for(chosen, merged, slug, dataset, shown.get(dataset))
                     part = scores[(scores["slug"] == slug) & (scores["dataset"] == dataset) & (scores["shot"] == shot)]
+                    if slug == DEFAULT and dataset in shown:
+                        part = part[part["default_rev"] == shown[dataset]]
                     acc = part["accuracy"].to_numpy(dtype=float)
+                    # a variant paired with another round's default than the one shown: that default
+                    rev = str(part["default_rev"].iloc[0]) if len(part) else ""
+                    own = scores[(scores["slug"] == DEFAULT) & (scores["dataset"] == dataset)
+                                 & (scores["shot"] == shot) & (scores["default_rev"] == rev)]["accuracy"]
+                    other = bool(rev) and rev != shown.get(dataset, rev) and len(own) > 0
                     ref = paper[(paper["ablation"] == a.name) & (paper["variant"] == variant)
                                 & (paper["dataset"] == dataset) & (paper["shot"] == shot)]["accuracy"]
                     rows.append({
@@ -787,19 +818,26 @@ def _table(chosen: dict[str, Experiment], scores: pd.DataFrame, paper: pd.DataFr
                         "seeds": " ".join(str(int(s)) for s in sorted(part["seed"])),
                         "experiment": exp.name if exp else "", "rev": exp.rev[:10] if exp else "",
                         "status": _status(exp, len(acc) > 0, dataset),
+                        "default_rev": rev[:10],
+                        "own_default": round(float(own.mean()), 4) if other else math.nan,
                     })
     return pd.DataFrame(rows)
 
 
+PAIRED = ["dataset", "default_rev", "seed"]  # a variant's seed pairs with the same seed of its own run's default
+
+
 def paired_difference(variant: pd.DataFrame, default: pd.DataFrame) -> tuple[float, float, list[int], list[str]]:
     """Variant − default of the means over tables, paired over seeds: per seed the mean over the
-    tables of (variant − default); returns (mean over seeds, its standard error std/sqrt(n), the
-    seeds, the tables), on the tables and seeds both have (every table for each seed used)."""
-    v = variant.pivot_table(index="seed", columns="dataset", values="accuracy")
-    d = default.pivot_table(index="seed", columns="dataset", values="accuracy")
-    tables = [c for c in d.columns if c in v.columns]
-    seeds = [s for s in d.index if s in v.index]
-    diff = (v.loc[seeds, tables] - d.loc[seeds, tables]).dropna(axis=0, how="any")
+    tables of (variant − default), each variant row against its own round's default (``default_rev``);
+    returns (mean over seeds, its standard error std/sqrt(n), the seeds, the tables), on the tables
+    and seeds both have (every table for each seed used)."""
+    both = variant[PAIRED + ["accuracy"]].merge(default[PAIRED + ["accuracy"]], on=PAIRED, suffixes=("", "_default"))
+    if both.empty:
+        return math.nan, math.nan, [], []
+    diff = both.assign(d=both["accuracy"] - both["accuracy_default"]).pivot_table(
+        index="seed", columns="dataset", values="d").dropna(axis=0, how="any")
+    tables = list(diff.columns)
     if diff.empty or not tables:
         return math.nan, math.nan, [], []
     per_seed = diff.mean(axis=1).to_numpy()
@@ -832,7 +870,8 @@ def _effects(scores: pd.DataFrame, paper: pd.DataFrame, datasets: list[str]) -> 
                 common = [t for t in on if t in pv.index and t in pd_.index]
                 paper_diff = float((pv[common] - pd_[common]).mean()) if common else math.nan
                 sel_v = v[v["seed"].isin(seeds) & v["dataset"].isin(tables)]
-                sel_d = d[d["seed"].isin(seeds) & d["dataset"].isin(tables)]
+                sel_d = d[d["seed"].isin(seeds) & d["dataset"].isin(tables)].merge(
+                    sel_v[["dataset", "default_rev"]].drop_duplicates(), on=["dataset", "default_rev"])
                 rows.append({
                     "ablation": a.name, "shot": shot, "variant": variant, "default": default_name,
                     "ours_default": _mean_of_tables(sel_d), "ours_variant": _mean_of_tables(sel_v),
@@ -909,7 +948,9 @@ def merge_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     """``differing_keys`` of two experiments' params that a merge must refuse."""
     a, b = {**ADDED_LATER, **a}, {**ADDED_LATER, **b}
     return [k for k in differing_keys(a, b, MERGED_AWAY) if not k.startswith(BESIDE_RESULTS)]
-SCORE_COLUMNS = ["slug", "dataset", "shot", "seed", "accuracy"]
+# default_rev: the rev of the default experiment the row pairs with (a default's row: its own rev);
+# a collection written before rounds could differ lacks it (every row pairs with its table's one default)
+SCORE_COLUMNS = ["slug", "dataset", "shot", "seed", "accuracy", "default_rev"]
 
 
 @dataclass
@@ -956,11 +997,11 @@ def read_collected(folder: Path, origin: str | None = None) -> tuple[pd.DataFram
             raise SystemExit(f"collect --merge {folder}: no {name} there (it takes a folder written by "
                              f"`python -m seba.ablations collect`, such as reports/ablations)")
     try:
-        scores = pd.read_csv(files["seed_scores.csv"])
+        scores = pd.read_csv(files["seed_scores.csv"], dtype={"default_rev": str})
     except (OSError, UnicodeDecodeError, pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
         raise SystemExit(f"collect --merge {folder}: seed_scores.csv cannot be read ({type(exc).__name__}: "
                          f"{(str(exc).strip().splitlines() or [''])[0]})") from None
-    if list(scores.columns) != SCORE_COLUMNS:
+    if list(scores.columns) not in (SCORE_COLUMNS, SCORE_COLUMNS[:-1]):
         raise SystemExit(f"collect --merge {folder}: seed_scores.csv has columns {list(scores.columns)}, "
                          f"not {SCORE_COLUMNS}")
     scores = checked_scores(scores, f"collect --merge {folder}: seed_scores.csv")
@@ -975,6 +1016,9 @@ def read_collected(folder: Path, origin: str | None = None) -> tuple[pd.DataFram
                                 list(m["tables"]), {str(t): list(v) for t, v in (m.get("variants") or {}).items()}))
     except (KeyError, TypeError, ValueError, AttributeError, yaml.YAMLError) as exc:
         raise SystemExit(f"collect --merge {folder}: experiments.yaml cannot be read: {exc}") from None
+    if "default_rev" not in scores:  # written before rounds could differ: one default per table
+        scores["default_rev"] = [next((g.chosen[DEFAULT].rev for g in groups if g.supplies(DEFAULT, t)), "")
+                                 for t in scores["dataset"]]
     complete_scores(scores, groups, f"collect --merge {folder}")
     return scores, groups
 
@@ -990,6 +1034,10 @@ def checked_scores(scores: pd.DataFrame, where: str) -> pd.DataFrame:
     if unknown.any():
         problems.append((int(unknown.to_numpy().argmax()), f"variant {out['slug'][unknown].iloc[0]!r} is not in "
                                                            f"the table"))
+    if "default_rev" in out:
+        blank = out["default_rev"].isna() | (out["default_rev"].astype(str).str.strip() == "")
+        if blank.any():
+            problems.append((int(blank.to_numpy().argmax()), "default_rev is blank (every row pairs with a default)"))
     for column, low in (("shot", 1), ("seed", 0), ("accuracy", 0)):
         values, bad = checked_numbers(out[column], column == "accuracy", low)
         if bad.any():
@@ -1003,7 +1051,7 @@ def checked_scores(scores: pd.DataFrame, where: str) -> pd.DataFrame:
         row, what = min(problems)
         raise SystemExit(f"{where}: line {row + 2}: {what} (a damaged or hand-edited file?)")
     out[["shot", "seed"]] = out[["shot", "seed"]].astype(int)
-    twice = out.duplicated(["slug", "dataset", "shot", "seed"])
+    twice = out.duplicated(["slug", "dataset", "shot", "seed"] + (["default_rev"] if "default_rev" in out else []))
     if twice.any():
         r = out[twice].iloc[0]
         raise SystemExit(f"{where}: {r['slug']} on {r['dataset']}, {r['shot']}-shot, seed {r['seed']} appears "
@@ -1013,12 +1061,25 @@ def checked_scores(scores: pd.DataFrame, where: str) -> pd.DataFrame:
 
 def complete_scores(scores: pd.DataFrame, groups: list[Group], where: str) -> None:
     """Every variant and table of an earlier collection holds a score for each of its experiment's
-    seeds and shots, and no scores without an experiment: a file cut short is refused, not merged."""
+    seeds and shots, and no scores without an experiment; each variant on a table pairs with one
+    default there (``default_rev``) that the file holds: a file cut short is refused, not merged."""
+    is_default = scores["slug"] == DEFAULT
+    defaults = set(zip(scores.loc[is_default, "dataset"], scores.loc[is_default, "default_rev"]))
     for (slug, dataset), part in scores.groupby(["slug", "dataset"]):
-        group = next((g for g in groups if g.supplies(slug, dataset) and slug in g.chosen), None)
+        revs = sorted(set(part["default_rev"]))
+        if slug != DEFAULT and len(revs) > 1:
+            raise SystemExit(f"{where}: seed_scores.csv pairs {slug} on {dataset} with {len(revs)} defaults "
+                             f"({', '.join(r[:10] for r in revs)}), not one")
+        if slug != DEFAULT and (dataset, revs[0]) not in defaults:
+            raise SystemExit(f"{where}: seed_scores.csv pairs {slug} on {dataset} with a default "
+                             f"({revs[0][:10]}) it does not hold there")
+    for (slug, dataset, rev), part in scores.groupby(["slug", "dataset", "default_rev"]):
+        group = (next((g for g in groups if g.supplies(slug, dataset) and slug in g.chosen
+                       and g.chosen[DEFAULT].rev == rev), None) if slug == DEFAULT else supplier(groups, slug, dataset))
         if group is None:
-            raise SystemExit(f"{where}: seed_scores.csv holds {slug} on {dataset}, which no experiment in "
-                             f"experiments.yaml supplies")
+            raise SystemExit(f"{where}: seed_scores.csv holds {slug} on {dataset}"
+                             + (f" (rev {rev[:10]})" if slug == DEFAULT else "")
+                             + ", which no experiment in experiments.yaml supplies")
         exp = group.chosen[slug]
         shots = [int(s) for s in exp.params.get("evaluate.shots") or sorted(set(part["shot"]))]
         want = {(shot, seed) for shot in shots for seed in exp.seeds}
@@ -1047,6 +1108,29 @@ def same_scores(a: pd.DataFrame, b: pd.DataFrame) -> bool:
     x = a.set_index(["shot", "seed"])["accuracy"].sort_index()
     y = b.set_index(["shot", "seed"])["accuracy"].sort_index()
     return bool(len(x) and x.index.equals(y.index) and np.allclose(x.to_numpy(), y.to_numpy(), rtol=0, atol=1e-9))
+
+
+def supplier(groups: list[Group], slug: str, dataset: str) -> Group | None:
+    """The group whose experiment a variant's results on a table come from: one that names the variant
+    among the only ones it fills there, else the first that fills the whole table and ran it."""
+    named = [g for g in groups if g.supplies(slug, dataset) and dataset in g.variants and slug in g.chosen]
+    return next(iter(named), None) or next((g for g in groups if g.supplies(slug, dataset) and slug in g.chosen), None)
+
+
+def owned_rows(groups: list[Group], group: Group, scores: pd.DataFrame, dataset: str) -> pd.DataFrame:
+    """The rows of a collection's scores that ``group`` supplies on a table: its variants' there, and
+    its default's (its own rev's: a table can hold the defaults of several rounds)."""
+    part = scores[scores["dataset"] == dataset]
+    default = group.chosen.get(DEFAULT)
+    keep = [(default is not None and rev == default.rev and group.supplies(DEFAULT, dataset)) if slug == DEFAULT
+            else supplier(groups, slug, dataset) is group for slug, rev in zip(part["slug"], part["default_rev"])]
+    return part[keep]
+
+
+def _mean_shift(a: pd.DataFrame, b: pd.DataFrame) -> float | None:
+    """Mean accuracy of one default's rows minus another's, over the (shot, seed) both have."""
+    both = a.merge(b, on=["shot", "seed"], suffixes=("", "_b"))
+    return float((both["accuracy"] - both["accuracy_b"]).mean()) if len(both) else None
 
 
 def merge_collected(current: Group, scores: pd.DataFrame, earlier_scores: pd.DataFrame, groups: list[Group],
@@ -1098,49 +1182,70 @@ def merge_collected(current: Group, scores: pd.DataFrame, earlier_scores: pd.Dat
                          + ("\n(--allow-code-change merges across a code change and notes it in the report)"
                             if code_errors else ""))
 
+    decided: list[tuple[Group, list[str], dict[str, list[str]]]] = []
+    own_defaults: list[tuple[str, str]] = []  # (table, rev): a round's default kept beside another
     for group in groups:
-        tables, variants, beside, overlap, differ = [], {}, [], [], []
+        tables, variants, beside, overlap, own, own_notes = [], {}, [], [], [], []
         for t in group.tables:
-            theirs = earlier_scores[earlier_scores["dataset"] == t]
-            theirs = theirs[[group.supplies(slug, t) and slug in group.chosen for slug in theirs["slug"]]]
+            theirs = owned_rows(groups, group, earlier_scores, t)
             if t not in taken:  # a table this run lacks: as the earlier collection has it
                 tables.append(t)
                 if t in group.variants:
                     variants[t] = list(group.variants[t])
                 taken.append(t)
-            else:
-                mine = scores[scores["dataset"] == t]
-                extra = sorted(set(theirs["slug"]) - set(mine["slug"]), key=list(EXPERIMENTS).index)
-                default = earlier_scores[(earlier_scores["dataset"] == t) & (earlier_scores["slug"] == DEFAULT)]
-                if not extra:
-                    overlap.append(t)
-                    continue
-                if not same_scores(mine[mine["slug"] == DEFAULT], default):
-                    differ.append(f"{t} ({', '.join(extra)})")
-                    continue
-                tables.append(t)
-                variants[t] = extra
-                beside.append(t)
-                theirs = theirs[theirs["slug"].isin(extra)]
-            scores = pd.concat([scores, theirs[SCORE_COLUMNS]], ignore_index=True)
+                scores = pd.concat([scores, theirs[SCORE_COLUMNS]], ignore_index=True)
+                continue
+            mine = scores[scores["dataset"] == t]
+            extra = sorted(set(theirs["slug"]) - set(mine["slug"]) - {DEFAULT}, key=list(EXPERIMENTS).index)
+            if not extra:
+                overlap.append(t)
+                continue
+            added = theirs[theirs["slug"].isin(extra)]
+            for rev in sorted(set(added["default_rev"])):  # one: a group's variants on a table pair with one default
+                part = added[added["default_rev"] == rev]
+                their_default = earlier_scores[(earlier_scores["dataset"] == t) & (earlier_scores["slug"] == DEFAULT)
+                                               & (earlier_scores["default_rev"] == rev)]
+                defaults_here = mine[mine["slug"] == DEFAULT]
+                same = next((r for r in sorted(set(defaults_here["default_rev"]))
+                             if same_scores(defaults_here[defaults_here["default_rev"] == r], their_default)), None)
+                names = ", ".join(sorted(set(part["slug"]), key=list(EXPERIMENTS).index))
+                if same is not None:  # the same results as a default here: paired with it
+                    part = part.assign(default_rev=same)
+                    beside.append(t)
+                else:  # another round's default: kept beside the one here, paired with its own variants only
+                    revs_here = sorted(set(defaults_here["default_rev"]))
+                    near = here.rev if here.rev in revs_here else next(iter(revs_here), None)
+                    shift = _mean_shift(their_default, defaults_here[defaults_here["default_rev"] == near])
+                    own.append(t)
+                    own_notes.append(f"{t}: {names} merged from {group.origin} (commit(s) {commits(group.chosen)}) with the "
+                               f"default of their own round (rev {rev[:10]}), which is not the one here"
+                               + (f" ({shift:+.2f} points from it, mean over shots and seeds)" if shift is not None else "")
+                               + "; their differences pair with that default, seed by seed")
+                    part = pd.concat([their_default, part], ignore_index=True)
+                    own_defaults.append((t, rev))
+                scores = pd.concat([scores, part[SCORE_COLUMNS]], ignore_index=True)
+            tables.append(t)
+            variants[t] = extra
         if overlap:
             notes.append(f"{', '.join(overlap)}: from this run's experiments, not from {group.origin}")
-        if differ:
-            notes.append(f"{'; '.join(differ)}: not merged from {group.origin}, whose default on the table is not "
-                         f"this run's (its accuracies differ, or one run lacks some shot or seed), so its "
-                         f"variants there would not pair with this run's default")
-        if not tables:
-            continue
-        used.append(Group(group.origin, group.chosen, tables, variants))
-        whole = [t for t in tables if t not in beside]
+        notes += own_notes
+        decided.append((group, tables, variants))
+        whole = [t for t in tables if t not in beside and t not in own]
         if whole:
             notes.append(f"{', '.join(whole)}: merged from {group.origin} (experiments of commit(s) "
                          f"{commits(group.chosen)}, their params this run's but for the tables); each table's "
                          f"variants and default come from the same run")
-        for t in beside:
+        for t in dict.fromkeys(beside):
             notes.append(f"{t}: {', '.join(variants[t])} merged from {group.origin} (commit(s) "
                          f"{commits(group.chosen)}) beside the variants already here; its default on {t} equals "
                          f"the one here on every shot and seed, so the differences stay paired")
+    for t, rev in own_defaults:  # the group whose default that is supplies it on the table, for the record
+        group, tables, variants = next(d for d in decided if d[0].chosen.get(DEFAULT) is not None
+                                       and d[0].chosen[DEFAULT].rev == rev)
+        if t not in tables:
+            tables.append(t)
+        variants[t] = list(dict.fromkeys(variants.get(t, []) + [DEFAULT]))
+    used = [Group(g.origin, g.chosen, tables, variants) for g, tables, variants in decided if tables]
     return scores, used, notes
 
 
@@ -1225,6 +1330,7 @@ def markdown(c: Collected, figures: dict[str, str]) -> str:
             names = [v for v, _ in a.variants]
             lines += [f"{shot}-shot, ours (± SE over seeds) / paper:", "",
                       "| dataset | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+            own = False
             for dataset in c.datasets:
                 cells = []
                 for v in names:
@@ -1234,8 +1340,14 @@ def markdown(c: Collected, figures: dict[str, str]) -> str:
                         continue
                     r = r.iloc[0]
                     ours = _f(r["ours"]) + (f" ± {_f(r['ours_se'])}" if not math.isnan(r["ours_se"]) else "")
+                    if not math.isnan(r["own_default"]):
+                        ours += f" † ({_f(r['own_default'])})"
+                        own = True
                     cells.append(f"{ours} / {_f(r['paper'])}")
                 lines.append(f"| {dataset} | " + " | ".join(cells) + " |")
+            if own:
+                lines += ["", "† from a round whose own default (its accuracy in brackets) is not the one shown on "
+                          "that table: its difference pairs with that default (`collect --merge`, docs/ablations.md)."]
             lines.append("")
 
     missing = c.table[c.table["status"] != "ok"]

@@ -533,7 +533,8 @@ def test_the_report_files(collected, tmp_path):
     assert record["experiments"][0]["params"]["seeds"] == [0, 1, 2]
     assert pd.read_csv(folder / "effects.csv").shape[0] == sum(len(a.variants[1:]) * len(a.shots) for a in ab.ABLATIONS)
     seeds = pd.read_csv(folder / "seed_scores.csv")  # every seed's accuracy, from which the rest is derived
-    assert list(seeds.columns) == ["slug", "dataset", "shot", "seed", "accuracy"]
+    assert list(seeds.columns) == ["slug", "dataset", "shot", "seed", "accuracy", "default_rev"]
+    assert (seeds["default_rev"] == collected.chosen[ab.DEFAULT].rev).all()  # each row pairs with this run's default
     got = seeds.set_index(["slug", "dataset", "shot", "seed"])["accuracy"]
     assert got[("prep-marginal", "dna", 5, 2)] == pytest.approx(accuracy("prep-marginal", "dna", 2, 5))
     assert len(seeds) == 2 * 3 * (3 + 1 + 1 + 1)  # tables x seeds x (default's three shots + 3 variants at 5)
@@ -618,15 +619,26 @@ def test_merge_adds_variants_to_a_shared_table_only_beside_the_same_default(pape
     assert ft["tables"] == "cmc dna" and ft["ours_diff"] == pytest.approx(0.5)
     assert any(n.startswith("dna: head-finetune merged from") for n in c.notes)
 
-    # another default on dna (here: shifted by 0.01): the earlier fine-tuning is not paired with it
+    # another default on dna (here: shifted by 0.01, as on another machine): the earlier fine-tuning
+    # comes with the default of its own round and pairs with that one, not with this run's
     def other_default(exp, dataset):
         episodes = fake_reader(exp, dataset)
         return episodes.assign(accuracy=episodes["accuracy"] + 0.01) if exp.slug == ab.DEFAULT else episodes
     d = ab.collect(run_of(("dna", "karhunen")), other_default, paper, merge=[earlier], code_diff=same_code)
-    assert [(g.tables, g.variants) for g in d.merged] == [(["cmc"], {})]
-    assert any(n.startswith("dna (head-finetune): not merged from") for n in d.notes)
+    assert [(g.tables, g.variants) for g in d.merged] == [(["cmc", "dna"], {"dna": ["head-finetune", ab.DEFAULT]})]
+    assert any(n.startswith("dna: head-finetune merged from") and "default of their own round" in n
+               and "-0.01 points" in n for n in d.notes)
     ft = d.effects.set_index(["ablation", "shot", "variant"]).loc[("classifier", 5, "fine-tuning")]
-    assert ft["tables"] == "cmc"
+    assert ft["tables"] == "cmc dna" and ft["ours_diff"] == pytest.approx(0.5)
+    marginal = d.effects.set_index(["ablation", "shot", "variant"]).loc[("norm_imputation", 5, "norm=True,fill=marginal")]
+    assert marginal["ours_diff"] == pytest.approx(c.effects.set_index(["ablation", "shot", "variant"]).loc[
+        ("norm_imputation", 5, "norm=True,fill=marginal"), "ours_diff"] - 0.01 * 2 / 3, abs=1e-4)  # dna, karhunen: this run's
+    cells = d.table.set_index(["ablation", "variant", "dataset", "shot"])
+    shown = cells.loc[("classifier", "Linear probe (*)", "dna", 5)]
+    assert shown["rev"] == d.chosen[ab.DEFAULT].rev[:10]  # one variant each: this run's default is shown
+    assert shown["ours"] == pytest.approx(BASE["dna"] + 5 + 0.01 + np.mean([NOISE[s] for s in (0, 1, 2)]), abs=1e-4)
+    assert cells.loc[("classifier", "fine-tuning", "dna", 5), "own_default"] == pytest.approx(shown["ours"] - 0.01, abs=1e-4)
+    assert np.isnan(cells.loc[("norm_imputation", "norm=True,fill=marginal", "dna", 5), "own_default"])
 
     # written, read back and merged into a third run: the first run's fine-tuning on dna still pairs
     # with the second run's default there, and the record keeps which variants a table took
@@ -644,6 +656,88 @@ def test_merge_adds_variants_to_a_shared_table_only_beside_the_same_default(pape
     assert len(third.scores[third.scores["dataset"] == "dna"]) == 3 * 3
     ft = third.effects.set_index(["ablation", "shot", "variant"]).loc[("classifier", 5, "fine-tuning")]
     assert ft["tables"] == "cmc dna"
+
+
+def test_a_round_with_a_default_of_its_own_pairs_its_variants_with_it(paper, tmp_path, monkeypatch):
+    """A round run elsewhere (a GPU: its default is not this CPU's, bit for bit) adds the
+    FT-Transformer beside a collection's other variants on karhunen: each variant − default
+    difference pairs with its own round's default, the table shows the default most variants pair
+    with and marks the other, and all of it survives being written, read back and merged again."""
+    monkeypatch.setitem(BASE, "karhunen", 60.0)
+    monkeypatch.setitem(BASE, "semeion", 70.0)
+    monkeypatch.setitem(EFFECT, "head-finetune", 0.5)
+    monkeypatch.setitem(EFFECT, "enc-ft", -3.0)
+    same_code = lambda a, b: []  # noqa: E731
+    first = ab.collect(run_of(("cmc", "karhunen"), baseline="a" * 40, finetune=True), fake_reader, paper)
+    ab.write(first, tmp_path / "cpu")
+    cpu = ab.read_collected(paths.ablation_reports(tmp_path / "cpu"))
+
+    def gpu_reader(exp, dataset):  # the GPU's default is 1 point above the CPU's, its FT-Transformer 3 below that
+        episodes = fake_reader(exp, dataset)
+        return episodes.assign(accuracy=episodes["accuracy"] + 1.0)
+    gpu_run = show_of(*[show_entry(f"gpu-{slug}", slug, rev=f"{k + 1:x}" * 40, seeds=(0, 1, 2), datasets=("karhunen",),
+                                   **{"evaluate.shots": [5]}) for k, slug in enumerate((ab.DEFAULT, "enc-ft"))],
+                      baseline="c" * 40)
+    g = ab.collect(gpu_run, gpu_reader, paper, prefix="gpu", merge=[cpu], code_diff=same_code)
+    assert [(m.tables, m.variants) for m in g.merged] == \
+        [(["cmc", "karhunen"], {"karhunen": ["prep-marginal", "head-finetune", ab.DEFAULT]})]
+    assert g.shown == {"cmc": first.chosen[ab.DEFAULT].rev, "karhunen": first.chosen[ab.DEFAULT].rev}
+    effects = g.effects.set_index(["ablation", "shot", "variant"])
+    assert effects.loc[("encoder", 5, "FT-Transformer"), "tables"] == "karhunen"
+    assert effects.loc[("encoder", 5, "FT-Transformer"), "ours_diff"] == pytest.approx(-3.0)  # not -2.0
+    assert effects.loc[("encoder", 5, "FT-Transformer"), "ours_default"] == pytest.approx(60 + 5 + 1 + 0.5 / 3, abs=1e-4)
+    assert effects.loc[("classifier", 5, "fine-tuning"), "ours_diff"] == pytest.approx(0.5)  # not -0.5
+    cells = g.table.set_index(["ablation", "variant", "dataset", "shot"])
+    assert cells.loc[("encoder", "MLP (*)", "karhunen", 5), "rev"] == first.chosen[ab.DEFAULT].rev[:10]
+    assert cells.loc[("encoder", "MLP (*)", "karhunen", 5), "ours"] == pytest.approx(65 + 0.5 / 3, abs=1e-4)
+    ft = cells.loc[("encoder", "FT-Transformer", "karhunen", 5)]
+    assert ft["rev"] == "2" * 10 and ft["default_rev"] == "1" * 10
+    assert ft["ours"] == pytest.approx(63 + 0.5 / 3, abs=1e-4) and ft["own_default"] == pytest.approx(66 + 0.5 / 3, abs=1e-4)
+    assert any(n.startswith("karhunen: prep-marginal, head-finetune merged from") and "+1.00 points" not in n
+               and "-1.00 points" in n for n in g.notes)
+    report = ab.write(g, tmp_path / "both").read_text()
+    assert "| karhunen | 65.17 ± 0.44 / 87.59 | 63.17 ± 0.44 † (66.17) / 84.14 |" in report
+    assert "† from a round whose own default" in report
+
+    # read back and merged into a third run (semeion): the two rounds on karhunen stay apart
+    both = ab.read_collected(paths.ablation_reports(tmp_path / "both"))
+    kh = both[0][both[0]["dataset"] == "karhunen"]
+    assert sorted(kh.groupby(["slug", "default_rev"]).size().items()) == [
+        ((ab.DEFAULT, first.chosen[ab.DEFAULT].rev), 3), ((ab.DEFAULT, "1" * 40), 3), (("enc-ft", "1" * 40), 3),
+        (("head-finetune", first.chosen[ab.DEFAULT].rev), 3), (("prep-marginal", first.chosen[ab.DEFAULT].rev), 3)]
+    third = ab.collect(run_of(("semeion",)), fake_reader, paper, merge=[both], code_diff=same_code)
+    effects = third.effects.set_index(["ablation", "shot", "variant"])
+    assert effects.loc[("encoder", 5, "FT-Transformer"), "ours_diff"] == pytest.approx(-3.0)
+    assert effects.loc[("classifier", 5, "fine-tuning"), "tables"] == "cmc karhunen"
+    assert effects.loc[("classifier", 5, "fine-tuning"), "ours_diff"] == pytest.approx(0.5)
+    assert third.shown["karhunen"] == first.chosen[ab.DEFAULT].rev
+    assert len(third.scores[third.scores["dataset"] == "karhunen"]) == len(kh)
+
+    # a damaged pairing is refused by name
+    folder = paths.ablation_reports(tmp_path / "both")
+    scores = pd.read_csv(folder / "seed_scores.csv", dtype={"default_rev": str})
+    for damage, message in (("f" * 40, "pairs enc-ft on karhunen with a default (ffffffffff) it does not hold there"),
+                            ("", "default_rev is blank")):
+        bad = scores.copy()
+        bad.loc[bad["slug"] == "enc-ft", "default_rev"] = damage
+        bad.to_csv(folder / "seed_scores.csv", index=False)
+        with pytest.raises(SystemExit, match=re.escape(message)):
+            ab.read_collected(folder)
+    bad = scores.copy()
+    bad.loc[(bad["slug"] == "enc-ft") & (bad["seed"] == 0), "default_rev"] = first.chosen[ab.DEFAULT].rev
+    bad.to_csv(folder / "seed_scores.csv", index=False)
+    with pytest.raises(SystemExit, match="pairs enc-ft on karhunen with 2 defaults"):
+        ab.read_collected(folder)
+
+
+def test_a_collection_written_before_rounds_pairs_each_table_with_its_one_default():
+    """The committed collection's seed_scores.csv has no default_rev column: every row of a table
+    pairs with the default of the experiments that supply the table."""
+    scores, groups = ab.read_collected(ROOT / "reports" / "ablations")
+    assert "default_rev" not in pd.read_csv(ROOT / "reports" / "ablations" / "seed_scores.csv", nrows=1)
+    for dataset, part in scores.groupby("dataset"):
+        supplier = next(g for g in groups if g.supplies(ab.DEFAULT, dataset))
+        assert set(part["default_rev"]) == {supplier.chosen[ab.DEFAULT].rev}
 
 
 def test_merge_refuses_what_is_not_comparable(paper, tmp_path):
