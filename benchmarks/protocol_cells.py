@@ -19,7 +19,12 @@ less than 0.005 from their rounding.
 
 `--episodes CSV [CSV ...]` (a run's `reports/episodes/<dataset>.csv`, which holds SeBA's ensemble
 and each ratio's encoder alone) also prints, per dataset, member and shot, the mean of the seed
-means and its standard error, and `--out DIR` writes them to `members.csv`.
+means and its standard error, and `--out DIR` writes them to `members.csv` and each seed's mean to
+`member_seed_means.csv` (dataset, member, seed, shot, accuracy: small enough to keep where the
+episodes are not). `--member-means CSV [CSV ...]` adds such files of earlier runs (other seeds of
+the same tables; a seed in several inputs must agree within 0.0101, the earlier file's value is
+kept), so the
+members of a table run in parts are summed up over all of its seeds.
 """
 
 from __future__ import annotations
@@ -90,11 +95,15 @@ def cells(means: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def members(episodes: list[Path]) -> pd.DataFrame:
-    """SeBA's ensemble and each ratio's encoder: mean of the seed means and its standard error."""
+MEMBER_MEANS = ("dataset", "member", "seed", "shot", "accuracy")
+
+
+def member_seed_means(episodes: list[Path]) -> pd.DataFrame:
+    """Per dataset (the file's stem), member (SeBA's ensemble, each ratio's encoder), seed and shot:
+    the mean over that seed's episodes."""
     from benchmarks.entry import read_csv
 
-    rows = []
+    frames = []
     for path in episodes:
         frame = read_csv(path, ("member", "seed", "shot", "accuracy"), "an episodes file of the evaluate stage")
         if frame.empty:
@@ -103,14 +112,55 @@ def members(episodes: list[Path]) -> pd.DataFrame:
         if accuracy.isna().any():
             raise SystemExit(f"{path}: {int(accuracy.isna().sum())} accuracy value(s) are not numbers "
                              f"(first in row {int(accuracy.isna().to_numpy().argmax()) + 2})")
-        frame = frame.assign(accuracy=accuracy)
-        per_seed = frame.groupby(["member", "shot", "seed"])["accuracy"].mean()
-        for (member, shot), group in per_seed.groupby(["member", "shot"]):
-            n = len(group)
-            se = group.std(ddof=1) / n ** 0.5 if n > 1 else float("nan")
-            rows.append({"dataset": path.stem, "member": member, "shot": shot, "seeds": n,
-                         "mean": round(group.mean(), 2), "se": round(se, 2)})
+        per_seed = frame.assign(accuracy=accuracy).groupby(["member", "seed", "shot"], as_index=False)["accuracy"].mean()
+        frames.append(per_seed.assign(dataset=path.stem)[list(MEMBER_MEANS)])
+    return pd.concat(frames, ignore_index=True)
+
+
+def read_member_means(paths: list[Path]) -> pd.DataFrame:
+    """Earlier runs' member_seed_means.csv files, checked."""
+    from benchmarks.entry import read_csv
+
+    frames = []
+    for path in paths:
+        frame = read_csv(path, MEMBER_MEANS, "member_seed_means.csv of protocol_cells.py --out")
+        values = frame[["seed", "shot", "accuracy"]].apply(pd.to_numeric, errors="coerce")
+        bad = values.isna().any(axis=1) | ~values["accuracy"].between(0, 100)
+        if frame.empty or bad.any():
+            raise SystemExit(f"{path}: " + ("no rows" if frame.empty else
+                                            f"row {int(bad.to_numpy().argmax()) + 2} holds no seed, shot and accuracy"))
+        frames.append(frame[list(MEMBER_MEANS)].assign(**{c: values[c] for c in ("seed", "shot", "accuracy")})
+                      .astype({"seed": int, "shot": int}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(MEMBER_MEANS))
+
+
+def combined(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Per-seed member means of several runs as one: a (dataset, member, seed, shot) in more than one
+    must agree within 0.0101 (the first is kept), else the script stops."""
+    every = pd.concat([p for p in parts if len(p)], ignore_index=True)
+    key = ["dataset", "member", "seed", "shot"]
+    spread = every.groupby(key)["accuracy"].agg(lambda a: a.max() - a.min())
+    if (spread > 0.0101).any():
+        dataset, member, seed, shot = spread[spread > 0.0101].index[0]
+        raise SystemExit(f"{dataset} {member} seed {seed} {shot}-shot differs between the inputs by "
+                         f"{spread[(dataset, member, seed, shot)]:.4f}: runs of other params or code?")
+    return every.drop_duplicates(key, keep="first").sort_values(key, ignore_index=True)
+
+
+def members_table(per_seed: pd.DataFrame) -> pd.DataFrame:
+    """SeBA's ensemble and each ratio's encoder: mean of the seed means and its standard error."""
+    rows = []
+    for (dataset, member, shot), group in per_seed.groupby(["dataset", "member", "shot"]):
+        n = len(group)
+        se = group["accuracy"].std(ddof=1) / n ** 0.5 if n > 1 else float("nan")
+        rows.append({"dataset": dataset, "member": member, "shot": shot, "seeds": n,
+                     "mean": round(group["accuracy"].mean(), 2), "se": round(se, 2)})
     return pd.DataFrame(rows)
+
+
+def members(episodes: list[Path]) -> pd.DataFrame:
+    """``members_table`` of episodes files."""
+    return members_table(member_seed_means(episodes))
 
 
 def main() -> None:
@@ -119,11 +169,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--episodes", nargs="+", type=Path, default=[], metavar="CSV",
                         help="episodes files (after the logs, or the logs first: `--episodes A.csv -- LOG`)")
+    parser.add_argument("--member-means", nargs="+", type=Path, default=[], metavar="CSV",
+                        help="earlier runs' member_seed_means.csv, combined with --episodes")
     args = parser.parse_args()
-    missing = [str(path) for path in [*args.logs, *args.episodes] if not path.is_file()]
+    missing = [str(path) for path in [*args.logs, *args.episodes, *args.member_means] if not path.is_file()]
     if missing:
         raise SystemExit(f"no such file: {', '.join(missing)}")
-    parts = members(args.episodes) if args.episodes else None  # every input read before anything is written
+    per_seed = None  # every input read before anything is written
+    if args.episodes or args.member_means:
+        per_seed = combined([read_member_means(args.member_means)]
+                            + ([member_seed_means(args.episodes)] if args.episodes else []))
+    parts = members_table(per_seed) if per_seed is not None else None
     means = seed_means(args.logs).sort_values(["method", "dataset", "seed", "shot"], ignore_index=True)
     table = cells(means)
     print(table.to_string(index=False))
@@ -135,6 +191,7 @@ def main() -> None:
         print(parts.to_string(index=False))
         if args.out:
             parts.to_csv(args.out / "members.csv", index=False)
+            per_seed.round({"accuracy": 4}).to_csv(args.out / "member_seed_means.csv", index=False)
 
 
 if __name__ == "__main__":

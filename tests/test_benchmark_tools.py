@@ -5,6 +5,7 @@ import gzip
 import importlib.util
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -95,6 +96,48 @@ def test_protocol_cells_members_from_episodes(tmp_path):
     (tmp_path / "junk.log.gz").write_bytes(b"not gzip")
     with pytest.raises(SystemExit, match="junk.log.gz: cannot be read as a stage log"):
         cells.seed_means([tmp_path / "junk.log.gz"])
+
+
+def test_protocol_cells_sums_up_members_of_a_table_run_in_parts(tmp_path, monkeypatch):
+    """A table's seeds run in several calls: each call's --out keeps every seed's member means
+    (member_seed_means.csv, small where the episodes are not kept), and a later call adds them."""
+    cells = load("protocol_cells")
+    (tmp_path / "a.log").write_text(LOG)
+
+    def episodes(folder, seeds):
+        folder.mkdir()
+        rows = ["seed,shot,episode,member,accuracy"]
+        for seed in seeds:
+            rows += [f"{seed},1,{e},{m},{50.0 + seed + off + e}" for m, off in (("ensemble", 2.0), ("r0.1", 0.0))
+                     for e in (0, 1)]
+        (folder / "fashion.csv").write_text("\n".join(rows) + "\n")
+        return folder / "fashion.csv"
+
+    first, second = episodes(tmp_path / "one", (0, 1)), episodes(tmp_path / "two", (1, 2, 3))
+    monkeypatch.setattr("sys.argv", ["protocol_cells.py", str(tmp_path / "a.log"), "--out", str(tmp_path / "o1"),
+                                     "--episodes", str(first)])
+    cells.main()
+    kept = pd.read_csv(tmp_path / "o1" / "member_seed_means.csv")
+    assert list(kept.columns) == ["dataset", "member", "seed", "shot", "accuracy"] and len(kept) == 2 * 2
+    monkeypatch.setattr("sys.argv", ["protocol_cells.py", str(tmp_path / "a.log"), "--out", str(tmp_path / "o2"),
+                                     "--episodes", str(second), "--member-means", str(tmp_path / "o1" / "member_seed_means.csv")])
+    cells.main()
+    table = pd.read_csv(tmp_path / "o2" / "members.csv").set_index(["dataset", "member", "shot"])
+    assert table.loc[("fashion", "ensemble", 1)].tolist() == [4, 54.0, round(pd.Series([52.5, 53.5, 54.5, 55.5]).std() / 2, 2)]
+    assert len(pd.read_csv(tmp_path / "o2" / "member_seed_means.csv")) == 4 * 2  # seeds 0-3, seed 1 once
+    # a seed whose means differ between the parts: other params or code, refused
+    other = pd.read_csv(tmp_path / "o1" / "member_seed_means.csv")
+    other.loc[other["seed"] == 1, "accuracy"] += 0.5
+    other.to_csv(tmp_path / "other.csv", index=False)
+    with pytest.raises(SystemExit, match="fashion ensemble seed 1 1-shot differs between the inputs by 0.5000"):
+        cells.combined([cells.read_member_means([tmp_path / "other.csv"]), cells.member_seed_means([second])])
+    for name, text, message in (("cols.csv", "dataset,seed,shot,accuracy\nfashion,0,1,50\n", "no column member"),
+                                ("words.csv", "dataset,member,seed,shot,accuracy\nfashion,ensemble,0,1,high\n",
+                                 "row 2 holds no seed, shot and accuracy"),
+                                ("none.csv", "dataset,member,seed,shot,accuracy\n", "no rows")):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(SystemExit, match=message):
+            cells.read_member_means([tmp_path / name])
 
 
 def test_protocol_cells_writes_nothing_when_an_input_is_bad(tmp_path, monkeypatch):
