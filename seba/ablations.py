@@ -699,6 +699,7 @@ def collect(show: list, read_episodes: Callable[[Experiment, str], pd.DataFrame]
             exp.stages_run = stages_in_log(text) if text is not None else None
 
     default = chosen.get(DEFAULT)
+    merge = list(merge)
     if default is not None:
         datasets = default.datasets
     else:
@@ -725,6 +726,12 @@ def collect(show: list, read_episodes: Callable[[Experiment, str], pd.DataFrame]
     scores = scores[SCORE_COLUMNS]
 
     merged: list[Group] = []
+    stray = (scores["slug"] != DEFAULT) & ~scores["dataset"].isin(datasets)
+    if merge and stray.any():  # unpaired here, and an earlier collection may supply those tables
+        left = scores[stray].groupby("slug", sort=False)["dataset"].unique()
+        notes.append("left out of the merge, as this run's default did not run there: "
+                     + "; ".join(f"`{chosen[s].name}` on {', '.join(map(str, d))}" for s, d in left.items()))
+        scores = scores[~stray]
     for earlier_scores, groups in merge:
         scores, used, merge_notes = merge_collected(Group("experiments", chosen, datasets), scores, earlier_scores,
                                                     groups, [t for g in merged for t in g.tables],
@@ -735,24 +742,29 @@ def collect(show: list, read_episodes: Callable[[Experiment, str], pd.DataFrame]
         datasets = sorted(set(datasets) | {t for g in merged for t in g.tables})
 
     notes += same_as_default(scores, chosen, digests)
-    shown = shown_defaults(scores, default.rev if default else None)
+    whole = {t: g.chosen[DEFAULT].rev for g in reversed(merged) for t in g.tables if t not in g.variants}
+    shown = shown_defaults(scores, default.rev if default else None, whole)
     table = _table(chosen, scores, paper, datasets, merged, shown)
     effects = _effects(scores, paper, datasets)
     best = _best(table)
     return Collected(chosen, scores, table, effects, best, datasets, notes, ignored, merged, shown)
 
 
-def shown_defaults(scores: pd.DataFrame, preferred: str | None = None) -> dict[str, str]:
+def shown_defaults(scores: pd.DataFrame, preferred: str | None = None,
+                   whole: dict[str, str] | None = None) -> dict[str, str]:
     """Per table, the rev of the default that its report shows: where a table holds the defaults of
     several rounds (merged runs whose defaults differ), the one most of its variants pair with; a tie
-    goes to ``preferred`` (this run's), else to the first rev in sort order."""
-    shown = {}
+    goes to ``preferred`` (this run's), then to ``whole``'s default of the table (that of the merged
+    collection that supplies it whole, which its own report showed), else to the first rev in sort
+    order."""
+    shown, whole = {}, whole or {}
     for dataset, part in scores.groupby("dataset"):
         revs = sorted(set(part.loc[part["slug"] == DEFAULT, "default_rev"]))
         if not revs:
             continue
         paired = part[part["slug"] != DEFAULT].groupby("default_rev")["slug"].nunique()
-        shown[str(dataset)] = max(revs, key=lambda r: (int(paired.get(r, 0)), r == preferred, [-ord(ch) for ch in r]))
+        shown[str(dataset)] = max(revs, key=lambda r: (int(paired.get(r, 0)), r == preferred,
+                                                       r == whole.get(str(dataset)), [-ord(ch) for ch in r]))
     return shown
 
 
@@ -1065,12 +1077,13 @@ def complete_scores(scores: pd.DataFrame, groups: list[Group], where: str) -> No
     default there (``default_rev``) that the file holds: a file cut short is refused, not merged."""
     is_default = scores["slug"] == DEFAULT
     defaults = set(zip(scores.loc[is_default, "dataset"], scores.loc[is_default, "default_rev"]))
+    recorded = {g.chosen[DEFAULT].rev for g in groups if DEFAULT in g.chosen}  # a failed one has no rows
     for (slug, dataset), part in scores.groupby(["slug", "dataset"]):
         revs = sorted(set(part["default_rev"]))
         if slug != DEFAULT and len(revs) > 1:
             raise SystemExit(f"{where}: seed_scores.csv pairs {slug} on {dataset} with {len(revs)} defaults "
                              f"({', '.join(r[:10] for r in revs)}), not one")
-        if slug != DEFAULT and (dataset, revs[0]) not in defaults:
+        if slug != DEFAULT and (dataset, revs[0]) not in defaults and revs[0] not in recorded:
             raise SystemExit(f"{where}: seed_scores.csv pairs {slug} on {dataset} with a default "
                              f"({revs[0][:10]}) it does not hold there")
     for (slug, dataset, rev), part in scores.groupby(["slug", "dataset", "default_rev"]):
@@ -1151,6 +1164,7 @@ def merge_collected(current: Group, scores: pd.DataFrame, earlier_scores: pd.Dat
         raise SystemExit("collect --merge: this checkout has no finished default experiment to compare the "
                          "merged experiments with")
     taken = list(current.tables) + list(taken)
+    taken_by = {t: "this run's experiments" for t in current.tables}  # else an earlier merged collection's
     for group in groups:
         keys = merge_differences(here.params, group.chosen[DEFAULT].params)
         if keys:
@@ -1193,6 +1207,7 @@ def merge_collected(current: Group, scores: pd.DataFrame, earlier_scores: pd.Dat
                 if t in group.variants:
                     variants[t] = list(group.variants[t])
                 taken.append(t)
+                taken_by[t] = group.origin
                 scores = pd.concat([scores, theirs[SCORE_COLUMNS]], ignore_index=True)
                 continue
             mine = scores[scores["dataset"] == t]
@@ -1218,7 +1233,7 @@ def merge_collected(current: Group, scores: pd.DataFrame, earlier_scores: pd.Dat
                     shift = _mean_shift(their_default, defaults_here[defaults_here["default_rev"] == near])
                     own.append(t)
                     own_notes.append(f"{t}: {names} merged from {group.origin} (commit(s) {commits(group.chosen)}) with the "
-                               f"default of their own round (rev {rev[:10]}), which is not the one here"
+                               f"default of their own round (rev {rev[:10]}), which is not the one already on the table"
                                + (f" ({shift:+.2f} points from it, mean over shots and seeds)" if shift is not None else "")
                                + "; their differences pair with that default, seed by seed")
                     part = pd.concat([their_default, part], ignore_index=True)
@@ -1226,8 +1241,10 @@ def merge_collected(current: Group, scores: pd.DataFrame, earlier_scores: pd.Dat
                 scores = pd.concat([scores, part[SCORE_COLUMNS]], ignore_index=True)
             tables.append(t)
             variants[t] = extra
-        if overlap:
-            notes.append(f"{', '.join(overlap)}: from this run's experiments, not from {group.origin}")
+        for source in [s for s in dict.fromkeys(taken_by.get(t, "an earlier merge") for t in overlap)
+                       if s != group.origin]:  # a collection's own rounds overlap as they did in it
+            names = [t for t in overlap if taken_by.get(t, "an earlier merge") == source]
+            notes.append(f"{', '.join(names)}: from {source}, not from {group.origin}")
         notes += own_notes
         decided.append((group, tables, variants))
         whole = [t for t in tables if t not in beside and t not in own]
