@@ -956,10 +956,20 @@ BESIDE_RESULTS = ("analysis.", "theorem.", "executor.", "baselines.", "pretrain.
 ADDED_LATER = {"pretrain.mask_bias": False}
 
 
+def effective(params: dict[str, Any]) -> dict[str, Any]:
+    """An experiment's params as they act on its results: a key added later at the value the
+    experiment ran without it, and ``evaluate.prototype_shots`` only for the shots it evaluates
+    (the queue keeps just those; experiments queued before it did listed 1-shot on 5-shot runs)."""
+    out = {**ADDED_LATER, **params}
+    shots, proto = out.get("evaluate.shots"), out.get("evaluate.prototype_shots")
+    if isinstance(shots, list) and isinstance(proto, list):
+        out["evaluate.prototype_shots"] = [s for s in proto if s in shots]
+    return out
+
+
 def merge_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     """``differing_keys`` of two experiments' params that a merge must refuse."""
-    a, b = {**ADDED_LATER, **a}, {**ADDED_LATER, **b}
-    return [k for k in differing_keys(a, b, MERGED_AWAY) if not k.startswith(BESIDE_RESULTS)]
+    return [k for k in differing_keys(effective(a), effective(b), MERGED_AWAY) if not k.startswith(BESIDE_RESULTS)]
 # default_rev: the rev of the default experiment the row pairs with (a default's row: its own rev);
 # a collection written before rounds could differ lacks it (every row pairs with its table's one default)
 SCORE_COLUMNS = ["slug", "dataset", "shot", "seed", "accuracy", "default_rev"]

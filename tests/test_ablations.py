@@ -850,6 +850,15 @@ def test_a_param_added_later_matches_experiments_recorded_without_it():
     assert ab.merge_differences({**old, "pretrain.mask_bias": True}, old) == ["pretrain.mask_bias"]
 
 
+def test_prototype_shots_count_only_for_the_shots_an_experiment_evaluates():
+    """A 5-shot experiment queued before the queue kept only the prototype shots it evaluates listed
+    1-shot; the same experiment queued now lists none: the same results, so a merge takes them."""
+    before = {"evaluate.shots": [5], "evaluate.prototype_shots": [1], "evaluate.head": "prototype_cosine"}
+    assert ab.merge_differences(before, {**before, "evaluate.prototype_shots": []}) == []
+    every = {"evaluate.shots": [1, 5, 10], "evaluate.prototype_shots": [1]}
+    assert ab.merge_differences(every, {**every, "evaluate.prototype_shots": []}) == ["evaluate.prototype_shots"]
+
+
 @pytest.mark.parametrize("damage, message", [
     ("record a list", "experiments.yaml cannot be read: a YAML list, not a collection's record"),
     ("scores empty", "seed_scores.csv cannot be read (EmptyDataError"),
