@@ -410,3 +410,23 @@ def test_a_benchmark_given_a_missing_or_malformed_file_says_so_in_one_line(tmp_p
     assert run_main(lambda: 7) == 7
     with pytest.raises(RuntimeError):  # a bug is not a user's error
         run_main(lambda: (_ for _ in ()).throw(RuntimeError("bug")))
+
+
+@pytest.mark.parametrize("env, args, message", [
+    ({"ONLY": "default", "DATASETS": "cmc"}, ["OUT", "ten"], "SECONDS must be a whole number of seconds, got 'ten'"),
+    ({"DATASETS": "cmc"}, ["OUT", "60"], "ONLY: the variants to run"),
+    ({"ONLY": "default"}, ["OUT", "60"], "DATASETS: the tables to run them on"),
+    ({"ONLY": "default", "DATASETS": "cmc", "BUNDLE": "/nowhere/repo.bundle"}, ["OUT", "60"],
+     "no git bundle at /nowhere/repo.bundle"),
+])
+def test_ablation_round_refuses_what_it_lacks_before_it_starts(tmp_path, env, args, message):
+    """benchmarks/ablation_round.sh (a round of ablations on a GPU machine, one command): a bad
+    argument is one line naming it, and nothing is made."""
+    import os
+    import subprocess
+
+    run = subprocess.run(["bash", str(ROOT / "benchmarks" / "ablation_round.sh"), *args], cwd=tmp_path,
+                         env={k: v for k, v in os.environ.items() if k not in ("ONLY", "DATASETS", "BUNDLE")} | env,
+                         capture_output=True, text=True)
+    assert run.returncode == 2 and message in run.stderr
+    assert not (ROOT / "OUT").exists() and not (tmp_path / "OUT").exists()

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# One round of the paper's ablations (docs/ablations.md) on a machine that receives the repository's
+# files but not its git history, and maybe not DVC (a GPU machine of this workplace), in one
+# command: the variants in ONLY (`default` among them) on the tables in DATASETS, queued and run by
+# DVC's own queue in a clone of a git bundle of this repository (the history that the collector's
+# code check needs), then collected and merged with the committed collection (reports/ablations):
+# a default of this machine's own is kept beside the collection's, and each variant pairs with its
+# own round's default. OUTDIR receives the merged reports/ablations.md and reports/ablations/, the
+# round alone (round/) and the log; unpack them over a checkout's reports/ to keep them.
+#
+# Usage (repository root):
+#     git bundle create .whl/repo.bundle --all                          # here, beside the wheels
+#     ONLY="default enc-ft" DATASETS="karhunen" bash benchmarks/ablation_round.sh OUTDIR SECONDS
+# .whl/ holds benchmarks/device_wheels.py's wheels (DVC for a machine without it; installed by
+# benchmarks/wheels.sh) and the bundle (BUNDLE=path for another). SECONDS bounds the queue's run.
+# PREFIX (default abl) names the experiments; SET="key=value ..." passes `--set` to the queue.
+# The merge allows a code change since the collection's commits (`--allow-code-change`, named in
+# the report) only when the strict merge is refused for that reason.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+out=${1:?OUTDIR SECONDS}; budget=${2:?OUTDIR SECONDS}
+case "$budget" in
+  ''|*[!0-9]*) echo "SECONDS must be a whole number of seconds, got '$budget'" >&2; exit 2 ;;
+esac
+[ -n "${ONLY:-}" ] || { echo "ONLY: the variants to run, default among them (python -m seba.ablations queue --only)" >&2; exit 2; }
+[ -n "${DATASETS:-}" ] || { echo "DATASETS: the tables to run them on" >&2; exit 2; }
+bundle=$(realpath "${BUNDLE:-.whl/repo.bundle}" 2>/dev/null)
+[ -f "$bundle" ] || { echo "no git bundle at ${BUNDLE:-.whl/repo.bundle}: git bundle create .whl/repo.bundle --all" >&2; exit 2; }
+mkdir -p "$out" && out=$(realpath "$out")
+here=$PWD
+. benchmarks/wheels.sh
+[ -d /tmp/site/bin ] && export PATH=/tmp/site/bin:$PATH
+export DVC_NO_ANALYTICS=1 PYTHONUNBUFFERED=1
+command -v dvc > /dev/null || { echo "no dvc: carry its wheels in .whl/ (python benchmarks/device_wheels.py --dest .whl)" >&2; exit 2; }
+work=$(mktemp -d)/round
+git clone -q "$bundle" "$work" || exit 1
+cp -n "$here"/data/snapshot/*.parquet "$work/data/snapshot/" 2>/dev/null  # supplied tables git does not hold
+cd "$work" || exit 1
+prefix=${PREFIX:-abl}
+sets=(); for s in ${SET:-}; do sets+=(--set "$s"); done
+{
+  echo "== round: $ONLY on $DATASETS, commit $(git rev-parse --short HEAD), $(nproc) cores"
+  timeout "$budget" python3 -m seba.ablations queue --prefix "$prefix" --only $ONLY --datasets $DATASETS "${sets[@]}" --run
+  echo "== queue exit $?"
+  python3 -m seba.ablations collect --prefix "$prefix" && mkdir -p "$out/round" \
+    && cp -r reports/ablations.md reports/ablations "$out/round/"
+  git checkout -q -- reports/ablations.md reports/ablations  # the merge reads the committed collection
+  python3 -m seba.ablations collect --prefix "$prefix" --merge reports/ablations 2> merge.err
+  status=$?
+  cat merge.err
+  if [ "$status" != 0 ] && grep -q -- --allow-code-change merge.err; then
+    echo "== the strict merge refused a code change: merging with --allow-code-change"
+    python3 -m seba.ablations collect --prefix "$prefix" --merge reports/ablations --allow-code-change
+    status=$?
+  fi
+  echo "== merge exit $status"
+  [ "$status" = 0 ] && cp -r reports/ablations.md reports/ablations "$out/"
+} 2>&1 | tee "$out/round.log"
