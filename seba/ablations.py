@@ -1169,6 +1169,7 @@ def merge_collected(current: Group, scores: pd.DataFrame, earlier_scores: pd.Dat
     (seeds, episodes, switches, ...), and the code (CODE_PATHS at their baseline commits, by git;
     ``allow_code_change`` records a difference as a note instead)."""
     errors, code_errors, notes, used = [], [], [], []
+    compared: set[tuple[str, str]] = set()  # (their commit, this run's) whose code was compared
     here = current.chosen.get(DEFAULT)
     if here is None or here.state != "success":
         raise SystemExit("collect --merge: this checkout has no finished default experiment to compare the "
@@ -1192,6 +1193,9 @@ def merge_collected(current: Group, scores: pd.DataFrame, earlier_scores: pd.Dat
                               + ", ".join(keys[:6]))
         for base in sorted({e.baseline for e in group.chosen.values()} - {e.baseline for e in current.chosen.values()}):
             for mine in sorted({e.baseline for e in current.chosen.values()}):
+                if (base, mine) in compared:  # the rounds of one collection share commits: each pair once
+                    continue
+                compared.add((base, mine))
                 files = code_diff(base, mine) if code_diff else None
                 if files == []:
                     continue

@@ -187,3 +187,22 @@ def test_a_tie_shows_the_same_default_after_a_merge(paper, tmp_path):
     assert c.shown["karhunen"] == z.shown["karhunen"]
     marked = lambda x: list(x.table[x.table["own_default"].notna()]["variant"].unique())  # noqa: E731
     assert marked(c) == marked(z) == ["norm=True,fill=marginal"]
+
+
+def test_a_code_change_is_named_once_per_pair_of_commits(paper, tmp_path):
+    """Merging across a code change (`--allow-code-change`) names each (their commit, this run's)
+    pair once in the report, however many rounds of the merged collection share the commit."""
+    e1 = roundtrip(ab.collect(run("a", [ab.DEFAULT, "prep-marginal"], ("cmc",)), reader, paper), tmp_path, "e1")
+    e2 = roundtrip(ab.collect(run("b", [ab.DEFAULT, "enc-ft"], ("karhunen",)), reader, paper, merge=[e1],
+                              code_diff=SAME_CODE), tmp_path, "e2")
+    e3 = roundtrip(ab.collect(run("c", [ab.DEFAULT, "ratio-0.2"], ("dna",)), reader, paper, merge=[e2],
+                              code_diff=SAME_CODE), tmp_path, "e3")  # three rounds, all of commit b...b
+    calls = []
+
+    def changed(a, b):
+        calls.append((a, b))
+        return ["seba/pretrain.py"]
+    c = ab.collect(run("d", [ab.DEFAULT], ("semeion",), baseline="e" * 40), reader, paper, merge=[e3],
+                   code_diff=changed, allow_code_change=True)
+    assert calls == [("b" * 40, "e" * 40)]
+    assert sum("seba/pretrain.py" in n for n in c.notes) == 1
