@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import hashlib
 import json
 import math
@@ -39,7 +40,7 @@ import yaml
 from seba import paths
 from seba.config import ParamsLoader, parse_params, read_params_file
 from seba.baselines.base import check_baselines
-from seba.errors import ConfigError
+from seba.errors import ConfigError, DataError
 from seba.report import checked_numbers
 from seba.runtime import atomic_path, repo_root, write_text
 from seba.validate import data_problems, machine_problems
@@ -224,9 +225,12 @@ class Plan:
     slug: str
     overrides: dict[str, Any]
     message: str
+    copy_paths: tuple[str, ...] = ()  # inputs git does not hold, copied into the experiment's temporary copy
 
     def command(self) -> list[str]:
         cmd = ["dvc", "exp", "run", "--queue", "-n", self.name, "-m", self.message]
+        for path in self.copy_paths:
+            cmd += ["-C", path]
         for key, value in self.overrides.items():
             cmd += ["-S", f"{key}={override_text(value)}"]
         return cmd
@@ -285,6 +289,34 @@ def plan(ablations: Iterable[str] | None = None, seeds: Iterable[int] = PAPER_SE
         overrides.update(extra or {})
         overrides.update(signature(slug))
         out.append(Plan(f"{prefix}-{slug}", slug, overrides, f"seba ablation {slug}: {experiment_label(slug)}"))
+    return out
+
+
+def untracked_inputs(params, datasets: Iterable[str], root: Path) -> list[str]:
+    """The tables of ``datasets`` that fetch reads from files git does not hold (a supplied copy in
+    data/snapshot/ such as Fashion-MNIST's, an own table in data/local/): DVC builds a queued
+    experiment's temporary copy from git, so they must be named to it (`dvc exp run -C`)."""
+    from seba.data import read_manifest
+
+    candidates = []
+    for name in datasets:
+        source = params.sources.get(name)
+        if source is None:
+            continue
+        if source.path:
+            candidates.append(source.path)
+        elif source.openml_id is not None:
+            try:
+                entry = read_manifest(root / paths.SNAPSHOT).get(str(source.openml_id))
+            except DataError:  # the validate stage names a bad manifest
+                entry = None
+            if entry:
+                candidates.append(f"{paths.SNAPSHOT}/{entry['file']}")
+    out = []
+    for path in dict.fromkeys(candidates):
+        if (root / path).exists() and subprocess.run(["git", "ls-files", "--error-unmatch", "--", path], cwd=root,
+                                                     capture_output=True).returncode != 0:
+            out.append(path)
     return out
 
 
@@ -369,6 +401,8 @@ def queue(args: argparse.Namespace) -> int:
     plans = plan(args.ablations, args.seeds, args.datasets, args.prefix, parse_set(args.set or []), args.only,
                  workspace.evaluate.prototype_shots)
     check_plans(plans, root)
+    copied = tuple(untracked_inputs(workspace, args.datasets or workspace.datasets, root))
+    plans = [dataclasses.replace(p, copy_paths=copied) for p in plans]
     existing = {} if args.dry_run else existing_names(dvc_json(["exp", "show", "--json"], root))
     warn_stale_running(existing, root)
     clash = [p.name for p in plans if p.name in existing]

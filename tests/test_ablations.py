@@ -127,7 +127,8 @@ def show_of(*entries, baseline="b" * 40):
 def test_queue_refuses_names_in_use_and_runs_the_queue(monkeypatch, capsys):
     calls = []
     monkeypatch.setattr(ab, "dvc_json", lambda args, root: show_of(show_entry("abl-default", ab.DEFAULT)))
-    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or type("R", (), {"returncode": 0}))
+    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: (None if cmd[0] == "git" else calls.append(cmd))
+                        or type("R", (), {"returncode": 0}))  # git: the tables it tracks
     monkeypatch.setattr(ab, "follow_queue", lambda cmd, root: calls.append(cmd) or 0)
     monkeypatch.delenv("DVC_SITE_CACHE_DIR", raising=False)
     with pytest.raises(SystemExit, match="abl-default"):
@@ -174,7 +175,8 @@ def test_a_bad_set_value_queues_nothing(monkeypatch):
     validate stage)."""
     calls = []
     monkeypatch.setattr(ab, "dvc_json", lambda args, root: show_of())
-    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or type("R", (), {"returncode": 0}))
+    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: (None if cmd[0] == "git" else calls.append(cmd))
+                        or type("R", (), {"returncode": 0}))  # git: the tables it tracks
     monkeypatch.delenv("DVC_SITE_CACHE_DIR", raising=False)
     with pytest.raises(SystemExit, match=r"abl-default would fail its validate stage, so nothing was queued: "
                                          r"params.yaml: 'evaluate.probe_lr' must be > 0, got -1.0"):
@@ -216,6 +218,30 @@ def test_set_refuses_a_whole_section_and_queue_a_prefix_that_is_no_experiment_na
     for prefix in ("a b", "", "a/b", "x:y", "-x", "a..b", "x.lock", "x."):
         with pytest.raises(SystemExit, match="experiment names are git references"):
             ab.main(["queue", "--dry-run", f"--prefix={prefix}", "--only", "default"])
+
+
+def test_tables_git_does_not_hold_travel_with_each_queued_experiment(tmp_path):
+    """DVC builds a queued experiment's temporary copy from git: a supplied table (Fashion-MNIST's
+    copy in data/snapshot/) or an own table git does not track is named to it with `-C`, or its
+    fetch stage would find nothing; tables in git are not."""
+    import subprocess
+
+    shutil.copytree(ROOT / "data" / "snapshot", tmp_path / "data" / "snapshot",
+                    ignore=shutil.ignore_patterns("fashion.parquet"))
+    (tmp_path / ".gitignore").write_text("/data/snapshot/fashion.parquet\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    (tmp_path / "data" / "snapshot" / "fashion.parquet").write_bytes(b"a supplied copy")
+    (tmp_path / "data" / "local").mkdir()
+    (tmp_path / "data" / "local" / "mine.csv").write_text("a,label\n1,0\n")
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw["sources"]["mine"] = {"path": "data/local/mine.csv", "target": "label"}
+    params = parse_params(raw)
+    assert ab.untracked_inputs(params, ["cmc", "fashion", "mine", "devnagari"], tmp_path) == \
+        ["data/snapshot/fashion.parquet", "data/local/mine.csv"]  # devnagari: no copy here
+    assert ab.untracked_inputs(params, ["cmc", "karhunen"], tmp_path) == []
+    cmd = ab.Plan("abl-default", ab.DEFAULT, {"seeds": [0]}, "m", ("data/snapshot/fashion.parquet",)).command()
+    assert cmd[cmd.index("-C") + 1] == "data/snapshot/fashion.parquet" and cmd.index("-C") < cmd.index("-S")
 
 
 def test_queue_checks_the_rows_as_each_validate_stage_would(capsys):
@@ -333,7 +359,8 @@ def test_queue_collect_runs_the_queue_then_collects_its_prefix(monkeypatch, caps
     monkeypatch.delenv("DVC_SITE_CACHE_DIR", raising=False)
     calls, collected, status = [], [], {"run": 0}
     monkeypatch.setattr(ab, "dvc_json", lambda args, root: show_of())
-    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or type("R", (), {"returncode": 0}))
+    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: (None if cmd[0] == "git" else calls.append(cmd))
+                        or type("R", (), {"returncode": 0}))  # git: the tables it tracks
     monkeypatch.setattr(ab, "follow_queue", lambda cmd, root: calls.append(cmd) or status["run"])
     monkeypatch.setattr(ab, "collect_command", lambda a: collected.append((a.prefix, a.merge)) or 0)
     assert ab.main(["queue", "--only", "default", "ratio-0.2", "--prefix", "opt", "--collect"]) == 0
