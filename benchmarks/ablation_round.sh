@@ -8,51 +8,69 @@
 # own round's default. OUTDIR receives the merged reports/ablations.md and reports/ablations/, the
 # round alone (round/) and the log; unpack them over a checkout's reports/ to keep them.
 #
-# Usage (repository root):
-#     git bundle create .whl/repo.bundle --all                          # here, beside the wheels
+# Usage (repository root; OUTDIR and BUNDLE relative to it):
+#     mkdir -p .whl && git bundle create .whl/repo.bundle --all          # here, beside the wheels
 #     ONLY="default enc-ft" DATASETS="karhunen" bash benchmarks/ablation_round.sh OUTDIR SECONDS
-# .whl/ holds benchmarks/device_wheels.py's wheels (DVC for a machine without it; installed by
-# benchmarks/wheels.sh) and the bundle (BUNDLE=path for another). SECONDS bounds the queue's run.
-# PREFIX (default abl) names the experiments; SET="key=value ..." passes `--set` to the queue.
-# The merge allows a code change since the collection's commits (`--allow-code-change`, named in
-# the report) only when the strict merge is refused for that reason.
+# The bundle must hold the commit of the files sent (the script refuses other code). .whl/ may
+# hold benchmarks/device_wheels.py's wheels (DVC for a machine without it; installed by
+# benchmarks/wheels.sh); BUNDLE=path names another bundle. SECONDS bounds the queue's run (the
+# running experiment is killed then, the finished ones collected): on a machine that stops the
+# command at a limit, leave a minute of it for the two collects. PREFIX (default abl) names the
+# experiments; SET="key=value ..." passes `--set` to the queue. The merge allows a code change since
+# the collection's commits (`--allow-code-change`, named in the report) only when the strict merge
+# is refused for that reason. Exit 0: merged; 3: merged, but the queue did not end cleanly (an
+# experiment failed or ran out of time: the report names it); 1: no merge.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${1:?OUTDIR SECONDS}; budget=${2:?OUTDIR SECONDS}
 case "$budget" in
-  ''|*[!0-9]*) echo "SECONDS must be a whole number of seconds, got '$budget'" >&2; exit 2 ;;
+  ''|*[!0-9]*|0) echo "SECONDS must be a whole number of seconds above 0, got '$budget'" >&2; exit 2 ;;
 esac
 [ -n "${ONLY:-}" ] || { echo "ONLY: the variants to run, default among them (python -m seba.ablations queue --only)" >&2; exit 2; }
 [ -n "${DATASETS:-}" ] || { echo "DATASETS: the tables to run them on" >&2; exit 2; }
 bundle=$(realpath "${BUNDLE:-.whl/repo.bundle}" 2>/dev/null)
 [ -f "$bundle" ] || { echo "no git bundle at ${BUNDLE:-.whl/repo.bundle}: git bundle create .whl/repo.bundle --all" >&2; exit 2; }
-mkdir -p "$out" && out=$(realpath "$out")
+mkdir -p "$out" && out=$(realpath "$out") || { echo "OUTDIR $out cannot be made" >&2; exit 2; }
+rm -rf "$out/round" "$out/ablations" "$out/ablations.md"  # an earlier call's, not to be mistaken for this one's
 here=$PWD
 . benchmarks/wheels.sh
-[ -d /tmp/site/bin ] && export PATH=/tmp/site/bin:$PATH
+[ -n "${SEBA_WHEELS:-}" ] && export PATH=/tmp/site/bin:$PATH
 export DVC_NO_ANALYTICS=1 PYTHONUNBUFFERED=1
 command -v dvc > /dev/null || { echo "no dvc: carry its wheels in .whl/ (python benchmarks/device_wheels.py --dest .whl)" >&2; exit 2; }
 work=$(mktemp -d)/round
 git clone -q "$bundle" "$work" || exit 1
+if ! diff -rq -x __pycache__ "$here/seba" "$work/seba" > /dev/null || ! diff -rq -x __pycache__ "$here/stages" "$work/stages" > /dev/null \
+   || ! cmp -s "$here/dvc.yaml" "$work/dvc.yaml" || ! cmp -s "$here/params.yaml" "$work/params.yaml"; then
+  echo "the bundle's commit is not the code here (seba/, stages/, dvc.yaml, params.yaml): commit, then git bundle create again" >&2
+  exit 2
+fi
 cp -n "$here"/data/snapshot/*.parquet "$work/data/snapshot/" 2>/dev/null  # supplied tables git does not hold
 cd "$work" || exit 1
 prefix=${PREFIX:-abl}
 sets=(); for s in ${SET:-}; do sets+=(--set "$s"); done
 {
-  echo "== round: $ONLY on $DATASETS, commit $(git rev-parse --short HEAD), $(nproc) cores"
-  timeout "$budget" python3 -m seba.ablations queue --prefix "$prefix" --only $ONLY --datasets $DATASETS "${sets[@]}" --run
-  echo "== queue exit $?"
+  echo "== round: $ONLY on $DATASETS, commit $(git rev-parse --short HEAD), $(nproc) cores, in $work"
+  timeout "$budget" python3 -m seba.ablations queue --prefix "$prefix" --only $ONLY --datasets $DATASETS \
+    ${sets[@]+"${sets[@]}"} --run
+  queued=$?
+  echo "== queue exit $queued"
+  if [ "$queued" = 124 ]; then
+    echo "== out of time: the running experiment is killed, the finished ones collected"
+    dvc queue stop --kill
+  fi
   python3 -m seba.ablations collect --prefix "$prefix" && mkdir -p "$out/round" \
     && cp -r reports/ablations.md reports/ablations "$out/round/"
-  git checkout -q -- reports/ablations.md reports/ablations  # the merge reads the committed collection
+  git checkout -q -- reports/ablations.md reports/ablations || exit 1  # the merge reads the committed collection
   python3 -m seba.ablations collect --prefix "$prefix" --merge reports/ablations 2> merge.err
   status=$?
   cat merge.err
-  if [ "$status" != 0 ] && grep -q -- --allow-code-change merge.err; then
+  if [ "$status" != 0 ] && grep -q -- --allow-code-change merge.err && ! grep -q "git does not know" merge.err; then
     echo "== the strict merge refused a code change: merging with --allow-code-change"
     python3 -m seba.ablations collect --prefix "$prefix" --merge reports/ablations --allow-code-change
     status=$?
   fi
   echo "== merge exit $status"
-  [ "$status" = 0 ] && cp -r reports/ablations.md reports/ablations "$out/"
+  [ "$status" = 0 ] || exit 1
+  cp -r reports/ablations.md reports/ablations "$out/" || exit 1
+  [ "$queued" = 0 ] || exit 3
 } 2>&1 | tee "$out/round.log"

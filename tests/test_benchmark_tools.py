@@ -413,7 +413,8 @@ def test_a_benchmark_given_a_missing_or_malformed_file_says_so_in_one_line(tmp_p
 
 
 @pytest.mark.parametrize("env, args, message", [
-    ({"ONLY": "default", "DATASETS": "cmc"}, ["OUT", "ten"], "SECONDS must be a whole number of seconds, got 'ten'"),
+    ({"ONLY": "default", "DATASETS": "cmc"}, ["OUT", "ten"], "SECONDS must be a whole number of seconds above 0, got 'ten'"),
+    ({"ONLY": "default", "DATASETS": "cmc"}, ["OUT", "0"], "SECONDS must be a whole number of seconds above 0"),
     ({"DATASETS": "cmc"}, ["OUT", "60"], "ONLY: the variants to run"),
     ({"ONLY": "default"}, ["OUT", "60"], "DATASETS: the tables to run them on"),
     ({"ONLY": "default", "DATASETS": "cmc", "BUNDLE": "/nowhere/repo.bundle"}, ["OUT", "60"],
