@@ -23,8 +23,8 @@ means and its standard error, and `--out DIR` writes them to `members.csv` and e
 `member_seed_means.csv` (dataset, member, seed, shot, accuracy: small enough to keep where the
 episodes are not). `--member-means CSV [CSV ...]` adds such files of earlier runs (other seeds of
 the same tables; a seed in several inputs must agree within 0.0101, the earlier file's value is
-kept), so the
-members of a table run in parts are summed up over all of its seeds.
+kept), so the members of a table run in parts are averaged over all of its seeds (pass every
+part's log too, for cells over the same seeds).
 """
 
 from __future__ import annotations
@@ -124,11 +124,19 @@ def read_member_means(paths: list[Path]) -> pd.DataFrame:
     frames = []
     for path in paths:
         frame = read_csv(path, MEMBER_MEANS, "member_seed_means.csv of protocol_cells.py --out")
+        if frame.empty:
+            raise SystemExit(f"{path}: no rows")
         values = frame[["seed", "shot", "accuracy"]].apply(pd.to_numeric, errors="coerce")
-        bad = values.isna().any(axis=1) | ~values["accuracy"].between(0, 100)
-        if frame.empty or bad.any():
-            raise SystemExit(f"{path}: " + ("no rows" if frame.empty else
-                                            f"row {int(bad.to_numpy().argmax()) + 2} holds no seed, shot and accuracy"))
+        named = frame[["dataset", "member"]].astype(str).apply(lambda c: c.str.strip()).ne("") & frame[
+            ["dataset", "member"]].notna()
+        bad = (values.isna().any(axis=1) | ~named.all(axis=1) | (values[["seed", "shot"]] % 1 != 0).any(axis=1)
+               | (values["seed"] < 0) | (values["shot"] < 1) | ~values["accuracy"].between(0, 100))
+        if bad.any():
+            raise SystemExit(f"{path}: row {int(bad.to_numpy().argmax()) + 2} is not a dataset, member, whole seed "
+                             f"and shot and an accuracy in [0, 100]")
+        twice = frame.duplicated(["dataset", "member", "seed", "shot"])
+        if twice.any():
+            raise SystemExit(f"{path}: row {int(twice.to_numpy().argmax()) + 2} repeats a dataset, member, seed and shot")
         frames.append(frame[list(MEMBER_MEANS)].assign(**{c: values[c] for c in ("seed", "shot", "accuracy")})
                       .astype({"seed": int, "shot": int}))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(MEMBER_MEANS))

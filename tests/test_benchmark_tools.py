@@ -133,7 +133,12 @@ def test_protocol_cells_sums_up_members_of_a_table_run_in_parts(tmp_path, monkey
         cells.combined([cells.read_member_means([tmp_path / "other.csv"]), cells.member_seed_means([second])])
     for name, text, message in (("cols.csv", "dataset,seed,shot,accuracy\nfashion,0,1,50\n", "no column member"),
                                 ("words.csv", "dataset,member,seed,shot,accuracy\nfashion,ensemble,0,1,high\n",
-                                 "row 2 holds no seed, shot and accuracy"),
+                                 "row 2 is not a dataset, member, whole seed and shot and an accuracy"),
+                                ("half.csv", "dataset,member,seed,shot,accuracy\nfashion,ensemble,0.5,1,50\n",
+                                 "row 2 is not"),
+                                ("nameless.csv", "dataset,member,seed,shot,accuracy\nfashion, ,0,1,50\n", "row 2 is not"),
+                                ("twice.csv", "dataset,member,seed,shot,accuracy\nfashion,r0.1,0,1,50\nfashion,r0.1,0,1,50\n",
+                                 "row 3 repeats a dataset, member, seed and shot"),
                                 ("none.csv", "dataset,member,seed,shot,accuracy\n", "no rows")):
         (tmp_path / name).write_text(text)
         with pytest.raises(SystemExit, match=message):
