@@ -262,6 +262,12 @@ def check_prefix(prefix: str) -> None:
                          f"and '-', '_', '.' (first a letter or digit; no '..', no '.' or '.lock' at the end)")
 
 
+def evaluated(prototype_shots: Iterable[int], shots: Iterable[int]) -> list[int]:
+    """The prototype shots an experiment evaluates: those among its shots (the others change nothing)."""
+    shots = list(shots)
+    return [s for s in prototype_shots if s in shots]
+
+
 def plan(ablations: Iterable[str] | None = None, seeds: Iterable[int] = PAPER_SEEDS,
          datasets: Iterable[str] | None = None, prefix: str = PREFIX, extra: dict[str, Any] | None = None,
          only: Iterable[str] | None = None, prototype_shots: Iterable[int] = (1,)) -> list[Plan]:
@@ -284,7 +290,7 @@ def plan(ablations: Iterable[str] | None = None, seeds: Iterable[int] = PAPER_SE
             overrides["datasets"] = list(datasets)
         overrides["evaluate.shots"] = experiment_shots(slug, chosen)
         # of the workspace's prototype shots, those evaluated (the evaluate stage warns of the others)
-        overrides["evaluate.prototype_shots"] = [s for s in prototype_shots if s in overrides["evaluate.shots"]]
+        overrides["evaluate.prototype_shots"] = evaluated(prototype_shots, overrides["evaluate.shots"])
         overrides.update(COMMON)
         overrides.update(extra or {})
         overrides.update(signature(slug))
@@ -997,7 +1003,7 @@ def effective(params: dict[str, Any]) -> dict[str, Any]:
     out = {**ADDED_LATER, **params}
     shots, proto = out.get("evaluate.shots"), out.get("evaluate.prototype_shots")
     if isinstance(shots, list) and isinstance(proto, list):
-        out["evaluate.prototype_shots"] = [s for s in proto if s in shots]
+        out["evaluate.prototype_shots"] = evaluated(proto, shots)
     return out
 
 
@@ -1179,8 +1185,9 @@ def owned_rows(groups: list[Group], group: Group, scores: pd.DataFrame, dataset:
     its default's (its own rev's: a table can hold the defaults of several rounds)."""
     part = scores[scores["dataset"] == dataset]
     default = group.chosen.get(DEFAULT)
+    owner = {slug: supplier(groups, slug, dataset) for slug in set(part["slug"])}
     keep = [(default is not None and rev == default.rev and group.supplies(DEFAULT, dataset)) if slug == DEFAULT
-            else supplier(groups, slug, dataset) is group for slug, rev in zip(part["slug"], part["default_rev"])]
+            else owner[slug] is group for slug, rev in zip(part["slug"], part["default_rev"])]
     return part[keep]
 
 
