@@ -39,6 +39,7 @@ import yaml
 
 from seba import paths
 from seba.config import ParamsLoader, parse_params, read_params_file
+from seba.data import read_manifest
 from seba.baselines.base import check_baselines
 from seba.errors import ConfigError, DataError
 from seba.report import checked_numbers
@@ -302,8 +303,6 @@ def untracked_inputs(params, datasets: Iterable[str], root: Path) -> list[str]:
     """The tables of ``datasets`` that fetch reads from files git does not hold (a supplied copy in
     data/snapshot/ such as Fashion-MNIST's, an own table in data/local/): DVC builds a queued
     experiment's temporary copy from git, so they must be named to it (`dvc exp run -C`)."""
-    from seba.data import read_manifest
-
     candidates = []
     for name in datasets:
         source = params.sources.get(name)
