@@ -70,15 +70,21 @@ def read_csv(path, needs=(), what: str = "table"):
     return table
 
 
+def _number(text: str, convert, ok, not_a: str, rule: str):
+    """argparse type body: ``convert(text)`` if it converts and passes ``ok``, else an error naming
+    ``text`` as not ``not_a`` or against ``rule``."""
+    try:
+        value = convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {not_a}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"{text!r}: {rule}")
+    return value
+
+
 def positive(text: str) -> int:
     """argparse type: a whole number >= 1 (a count of seeds, repeats, steps, rows)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be at least 1")
-    return value
+    return _number(text, int, lambda v: v >= 1, "a whole number", "must be at least 1")
 
 
 def positives(text: str) -> list[int]:
@@ -88,24 +94,12 @@ def positives(text: str) -> list[int]:
 
 def ratio(text: str) -> float:
     """argparse type: a separation ratio, strictly between 0 and 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: a ratio lies strictly between 0 and 1")
-    return value
+    return _number(text, float, lambda v: 0 < v < 1, "a number", "a ratio lies strictly between 0 and 1")
 
 
 def seconds(text: str) -> float:
     """argparse type: a number of seconds >= 0 (a deadline; 0: none)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: seconds are >= 0 (0: none)")
-    return value
+    return _number(text, float, lambda v: v >= 0, "a number of seconds", "seconds are >= 0 (0: none)")
 
 
 def read_json(path):

@@ -856,9 +856,10 @@ def _table(chosen: dict[str, Experiment], scores: pd.DataFrame, paper: pd.DataFr
                     acc = part["accuracy"].to_numpy(dtype=float)
                     # a variant paired with another round's default than the one shown: that default
                     rev = str(part["default_rev"].iloc[0]) if len(part) else ""
-                    own = scores[(scores["slug"] == DEFAULT) & (scores["dataset"] == dataset)
-                                 & (scores["shot"] == shot) & (scores["default_rev"] == rev)]["accuracy"]
-                    other = bool(rev) and rev != shown.get(dataset, rev) and len(own) > 0
+                    own = (scores[(scores["slug"] == DEFAULT) & (scores["dataset"] == dataset) & (scores["shot"] == shot)
+                                  & (scores["default_rev"] == rev)]["accuracy"]
+                           if rev and rev != shown.get(dataset, rev) else pd.Series(dtype=float))
+                    other = len(own) > 0
                     ref = paper[(paper["ablation"] == a.name) & (paper["variant"] == variant)
                                 & (paper["dataset"] == dataset) & (paper["shot"] == shot)]["accuracy"]
                     rows.append({
