@@ -5,7 +5,10 @@ random separations at ratio r (type-aware, as in pretraining: a one-hot block is
 each training row's k nearest other rows in the target view x[:, m] (Euclidean, the positive's
 rule); per k, the mean over rows of (same-class rows among the k) / k; mean and standard error
 over masks. Computed on batches of ``batch_rows`` shuffled training rows (what pretraining sees)
-and on the whole train split. The paper's claim: k = 1 gives the highest fraction on most tables.
+and on the whole train split, and their difference paired over the masks both use (a table of at
+most ``batch_rows`` training rows is one batch: the two then differ only in tie-breaking). The
+target views are the dataset's pretraining ones: its ``min_masked_columns`` and ``normalise``. The
+paper's claim: k = 1 gives the highest fraction on most tables.
 
 (b) **10-NN label consistency, input space against latent space.** On the test rows: c_in, the
 same-class rows among a row's 10 nearest neighbours in the (scaled) input space; c_lat, the same
@@ -17,6 +20,7 @@ latent space gains most where c_in is low and keeps high c_in.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Iterator
@@ -69,15 +73,19 @@ def same_class_fraction(neighbours: torch.Tensor, y: torch.Tensor) -> torch.Tens
     return (same.cumsum(1) / torch.arange(1, neighbours.shape[1] + 1, dtype=torch.float64)).mean(0)
 
 
-def _masks(n_groups: int, cfg: AnalysisConfig, generator: torch.Generator) -> Iterator[torch.Tensor]:
-    k = masked_group_count(n_groups, cfg.ratio)
+def _masks(n_groups: int, cfg: AnalysisConfig, generator: torch.Generator,
+           min_masked: int) -> Iterator[torch.Tensor]:
+    k = masked_group_count(n_groups, cfg.ratio, min_masked)
     for _ in range(max(cfg.masks, cfg.split_masks)):
         yield sample_group_mask(n_groups, k, generator)
 
 
 def knn_fraction(x: np.ndarray, y: np.ndarray, groups: np.ndarray, cfg: AnalysisConfig,
-                 dataset: str) -> dict[str, np.ndarray]:
-    """Analysis (a) on the training rows ``x``: {"batch": [masks, max_k], "split": [masks, max_k]}."""
+                 dataset: str, min_masked: int = 1) -> dict[str, np.ndarray]:
+    """Analysis (a) on the training rows ``x`` (scaled as pretraining scales them), target views of
+    k = max(``min_masked``, floor(ratio * G)) columns: {"batch": [masks, max_k], "split":
+    [split_masks, max_k], "split_minus_batch": [min(masks, split_masks), max_k]}, the last the two
+    on the same masks."""
     generator = torch.Generator().manual_seed(derive_seed(cfg.seed, dataset, "knn_fraction"))
     X = torch.as_tensor(x, dtype=torch.float32)
     Y = torch.as_tensor(y)
@@ -85,7 +93,7 @@ def knn_fraction(x: np.ndarray, y: np.ndarray, groups: np.ndarray, cfg: Analysis
     n_groups = int(groups.max()) + 1
     k = min(cfg.max_k, len(x) - 1)
     out = {"batch": [], "split": []}
-    for n, group_mask in enumerate(_masks(n_groups, cfg, generator)):
+    for n, group_mask in enumerate(_masks(n_groups, cfg, generator, min_masked)):
         view = X[:, expand_mask(group_mask, groups_t)]
         if n < cfg.split_masks:  # the first split_masks masks also on the whole split
             out["split"].append(same_class_fraction(nearest_neighbours(view, k, generator), Y))
@@ -97,7 +105,10 @@ def knn_fraction(x: np.ndarray, y: np.ndarray, groups: np.ndarray, cfg: Analysis
             per_batch = torch.stack([same_class_fraction(nearest_neighbours(view[b], k, generator), Y[b])
                                      for b in batches])
             out["batch"].append((per_batch * weights[:, None]).sum(0) / weights.sum())  # mean over rows
-    return {name: torch.stack(values).numpy() for name, values in out.items()}
+    result = {name: torch.stack(values).numpy() for name, values in out.items()}
+    paired = min(cfg.masks, cfg.split_masks)  # the first masks are used by both
+    result["split_minus_batch"] = result["split"][:paired] - result["batch"][:paired]
+    return result
 
 
 def label_consistency(x: np.ndarray, latents: dict[str, np.ndarray], y: np.ndarray, cfg: AnalysisConfig,
@@ -132,25 +143,41 @@ def ensemble_features(per_ratio: list[np.ndarray]) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- the stage's work and report
-def fraction_rows(dataset: str, fractions: dict[str, np.ndarray]) -> list[dict]:
+def fraction_rows(dataset: str, fractions: dict[str, np.ndarray], train_rows: int, batch_rows: int) -> list[dict]:
+    """Per view and k: the mean over masks and its standard error; ``one_batch``: the training rows
+    fit one batch, so the batch view is the whole split's."""
     rows = []
     for view, values in fractions.items():
         for k in range(values.shape[1]):
             column = values[:, k]
             se = float(column.std(ddof=1) / math.sqrt(len(column))) if len(column) > 1 else float("nan")
             rows.append({"dataset": dataset, "view": view, "k": k + 1, "masks": len(column),
-                         "same_class_fraction": float(column.mean()), "se": se})
+                         "same_class_fraction": float(column.mean()), "se": se, "train_rows": train_rows,
+                         "one_batch": train_rows <= batch_rows})
     return rows
 
 
+DIFFERENCE = "split_minus_batch"  # the view of the paired difference, not a fraction
+
+
 def verdicts(fraction: pd.DataFrame, consistency: pd.DataFrame, k_low: int = 3) -> pd.DataFrame:
-    """Per table: where the same-class fraction peaks, and the ensemble's mean gain c_lat - c_in
-    for rows with few (c_in <= k_low) and many (c_in >= consistency_k - 1) same-class input neighbours."""
+    """Per table: where the same-class fraction peaks, the whole split's k = 1 fraction less the
+    batches' (paired over masks, with its standard error), and the ensemble's mean gain c_lat - c_in
+    for rows with few (c_in <= k_low) and many (c_in >= consistency_k - 1) same-class input
+    neighbours (NaN where no row has such a c_in)."""
     out = []
     top = int(consistency["c_in"].max())
     for dataset, group in fraction.groupby("dataset", sort=False):
         row = {"dataset": dataset}
+        if "one_batch" in group:
+            row["train_rows"] = int(group["train_rows"].iloc[0])
+            row["one_batch"] = bool(group["one_batch"].iloc[0])
         for view, g in group.groupby("view"):
+            if view == DIFFERENCE:
+                first = g[g["k"] == 1].iloc[0]
+                row["split_minus_batch_k1"] = float(first["same_class_fraction"])
+                row["split_minus_batch_k1_se"] = float(first["se"])
+                continue
             best = g.loc[g["same_class_fraction"].idxmax()]
             first = g.loc[g["k"] == 1, "same_class_fraction"].item()
             row[f"{view}_best_k"] = int(best["k"])
@@ -160,7 +187,8 @@ def verdicts(fraction: pd.DataFrame, consistency: pd.DataFrame, k_low: int = 3) 
         for metric, g in ens.groupby("metric"):
             g = g[g["rows"] > 0]
             for name, part in (("low", g[g["c_in"] <= k_low]), ("high", g[g["c_in"] >= top - 1])):
-                gain = ((part["mean_c_lat"] - part["c_in"]) * part["rows"]).sum() / max(part["rows"].sum(), 1)
+                rows = part["rows"].sum()
+                gain = ((part["mean_c_lat"] - part["c_in"]) * part["rows"]).sum() / rows if rows else math.nan
                 row[f"{metric}_gain_{name}"] = float(gain)
         out.append(row)
     return pd.DataFrame(out)
@@ -191,6 +219,14 @@ def check_inputs(params: Params, root: Path) -> None:
                                 f"({rows}{' in its smallest split' if part == 'test' else ''}): lower it below {rows}")
 
 
+def pretraining_view(params: Params, dataset: str, table: EncodedTable, train: np.ndarray) -> tuple[np.ndarray, int]:
+    """The training rows as the dataset's pretraining sees them (scaled or not: its
+    ``pretrain.normalise``) and its ``pretrain.min_masked_columns``, so that analysis (a) draws the
+    target views pretraining draws."""
+    pretrain = params.pretrain_for(dataset)
+    return scale(table, train, pretrain.normalise)[train], pretrain.min_masked_columns
+
+
 def analyse_dataset(params: Params, dataset: str, root: Path) -> tuple[list[dict], list[dict]]:
     """Both analyses on one table: (a) on the first seed's training rows, (b) on every seed's test
     rows with that seed's encoders (groups pooled over seeds)."""
@@ -198,8 +234,9 @@ def analyse_dataset(params: Params, dataset: str, root: Path) -> tuple[list[dict
     table = EncodedTable.load(paths.processed(root, dataset))
     splits = paths.splits(root, dataset)
     split = load_split(splits, params.seeds[0])
-    x_train = scale(table, split.train)[split.train]
-    fractions = fraction_rows(dataset, knn_fraction(x_train, table.y[split.train], table.groups, cfg, dataset))
+    x_train, min_masked = pretraining_view(params, dataset, table, split.train)
+    fractions = fraction_rows(dataset, knn_fraction(x_train, table.y[split.train], table.groups, cfg, dataset,
+                                                    min_masked), len(split.train), cfg.batch_rows)
     pooled: dict[tuple, list[float]] = {}
     for seed in params.seeds:
         split = load_split(splits, seed)
@@ -247,11 +284,11 @@ def _save(plt, fig, path: Path) -> None:
     plt.close(fig)
 
 
-def figures(fraction: pd.DataFrame, consistency: pd.DataFrame, out: Path) -> None:
+def figures(fraction: pd.DataFrame, consistency: pd.DataFrame, out: Path, consistency_k: int) -> None:
     datasets = list(dict.fromkeys(fraction["dataset"]))
     plt, fig, axes = _grid(len(datasets))
     for ax, dataset in zip(axes, datasets):
-        for view, g in fraction[fraction["dataset"] == dataset].groupby("view"):
+        for view, g in fraction[(fraction["dataset"] == dataset) & (fraction["view"] != DIFFERENCE)].groupby("view"):
             ax.errorbar(g["k"], g["same_class_fraction"], yerr=g["se"], label=f"{view}", capsize=2)
         ax.set_title(dataset)
         ax.set_xlabel("k nearest target-view neighbours")
@@ -267,18 +304,28 @@ def figures(fraction: pd.DataFrame, consistency: pd.DataFrame, out: Path) -> Non
         top = int(consistency["c_in"].max())
         ax.plot([0, top], [0, top], "k--", linewidth=0.8, label="input space")
         ax.set_title(dataset)
-        ax.set_xlabel("same-class among 10-NN, input")
+        ax.set_xlabel(f"same-class among {consistency_k}-NN, input")
         ax.set_ylabel("mean same-class, latent")
         ax.legend(fontsize=7)
     _save(plt, fig, out / "label_consistency.png")
+
+
+def _signed(value: float) -> str:
+    return "–" if math.isnan(value) else f"{value:+.2f}"
 
 
 def report_markdown(table: pd.DataFrame, cfg: AnalysisConfig, seeds: tuple[int, ...]) -> str:
     n = len(table)
     k1_best = int((table["batch_best_k"] == 1).sum())
     near = int((table["batch_k1_minus_best"] > -0.01).sum())
-    low = int((table["euclidean_gain_low"] > 0).sum())
-    keep = int((table["euclidean_gain_high"] > -0.5).sum())
+    diff, se = table["split_minus_batch_k1"], table["split_minus_batch_k1_se"]
+    several = table[~table["one_batch"]]
+    higher = int((several["split_minus_batch_k1"] > 2 * several["split_minus_batch_k1_se"]).sum())
+    lower = int((several["split_minus_batch_k1"] < -2 * several["split_minus_batch_k1_se"]).sum())
+    one_batch = ", ".join(table.loc[table["one_batch"], "dataset"])
+    paired = min(cfg.masks, cfg.split_masks)
+    lows = {m: table[f"{m}_gain_low"].dropna() for m in ("euclidean", "cosine")}
+    highs = table["euclidean_gain_high"].dropna()
     lines = [
         "# The paper's k-NN analyses",
         "",
@@ -294,26 +341,34 @@ def report_markdown(table: pd.DataFrame, cfg: AnalysisConfig, seeds: tuple[int, 
         f"batches, k = 1 is highest on **{k1_best} of {n}** tables and within 0.01 of the highest on "
         f"**{near} of {n}**.",
         "",
-        "| dataset | batch: k = 1 | batch: best k | split: k = 1 | split: best k |",
-        "|---|---|---|---|---|",
+        f"Split − batch: the whole split's k = 1 fraction less the batches', on the {paired} masks both use "
+        f"(± the standard error of the paired differences). Higher on the whole split by more than two standard "
+        f"errors on **{higher} of {len(several)}** tables with more than one batch, lower on {lower}."
+        + (f" {one_batch}: at most {cfg.batch_rows} training rows, one batch, so batch and split are the same "
+           f"pool and differ only in how ties are broken (marked *)." if one_batch else ""),
+        "",
+        "| dataset | training rows | batch: k = 1 | batch: best k | split: k = 1 | split: best k | split − batch, k = 1 |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for r in table.itertuples():
-        lines.append(f"| {r.dataset} | {r.batch_k1:.3f} | {r.batch_best_k} | {r.split_k1:.3f} | {r.split_best_k} |")
+    for r, d, s in zip(table.itertuples(), diff, se):
+        lines.append(f"| {r.dataset}{' *' if r.one_batch else ''} | {r.train_rows} | {r.batch_k1:.3f} | "
+                     f"{r.batch_best_k} | {r.split_k1:.3f} | {r.split_best_k} | {d:+.3f} ± {s:.3f} |")
     lines += [
         "",
         f"## (b) {cfg.consistency_k}-NN label consistency, input against latent (`label_consistency.csv`, .png)",
         "",
         "The paper: the latent space gains most for rows with few same-class input neighbours and keeps "
         "those with many. Gain = mean (c_lat - c_in) of the ensemble's rows, for c_in <= 3 (low) and for "
-        f"c_in >= {cfg.consistency_k - 1} (high). Euclidean: a gain at low c_in on **{low} of {n}** tables; "
-        f"high c_in kept (gain > -0.5) on **{keep} of {n}**.",
+        f"c_in >= {cfg.consistency_k - 1} (high); – where no test row has such a c_in. Euclidean: a gain at "
+        f"low c_in on **{int((lows['euclidean'] > 0).sum())} of {len(lows['euclidean'])}** tables with such rows; "
+        f"high c_in kept (gain > -0.5) on **{int((highs > -0.5).sum())} of {len(highs)}**.",
         "",
         "| dataset | low: euclidean | low: cosine | high: euclidean | high: cosine |",
         "|---|---|---|---|---|",
     ]
     for r in table.itertuples():
-        lines.append(f"| {r.dataset} | {r.euclidean_gain_low:+.2f} | {r.cosine_gain_low:+.2f} | "
-                     f"{r.euclidean_gain_high:+.2f} | {r.cosine_gain_high:+.2f} |")
+        lines.append(f"| {r.dataset} | {_signed(r.euclidean_gain_low)} | {_signed(r.cosine_gain_low)} | "
+                     f"{_signed(r.euclidean_gain_high)} | {_signed(r.cosine_gain_high)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -325,9 +380,12 @@ def write_report(fractions: list[dict], consistency: list[dict], params: Params,
                         ("summary.csv", table)):
         with atomic_path(out / name) as tmp:
             frame.to_csv(tmp, index=False, float_format="%.5f")
-    figures(fraction, consistency, out)
-    used = {key: raw_params[key] for key in ("seeds", "datasets", "analysis") if key in raw_params}
+    figures(fraction, consistency, out, params.analysis.consistency_k)
+    used = {key: raw_params[key] for key in ("seeds", "datasets") if key in raw_params}
+    used["analysis"] = dataclasses.asdict(params.analysis)  # the settings used, defaults included
     used["pretrain.ratios"] = list(params.pretrain.ratios)
+    used["target_views"] = {d: {"pretrain.min_masked_columns": params.pretrain_for(d).min_masked_columns,
+                                "pretrain.normalise": params.pretrain_for(d).normalise} for d in params.datasets}
     write_text(out / "params.yaml", dump_params(used))
     write_text(out / "README.md", report_markdown(table, params.analysis, params.seeds))
     return table

@@ -148,7 +148,8 @@ def mismatch_probability(n: int, s2: float, trials: int, seed: int) -> tuple[flo
     rng = _rng(seed, 1, n, s2)
     s = math.sqrt(s2)
     sd = math.sqrt(6.0)
-    total = total_sq = 0.0
+    total = 0.0
+    scale, scaled_sq = 0.0, 0.0  # the sum of squares as scaled_sq * scale**2: far-tail values squared underflow
     done = 0
     while done < trials:
         m = min(_CHUNK, trials - done)
@@ -164,11 +165,18 @@ def mismatch_probability(n: int, s2: float, trials: int, seed: int) -> tuple[flo
         norm = np.sqrt((s + v1) ** 2 + rest)
         values = weight * ndtr(-s * (s + v1) / (math.sqrt(2.0) * np.maximum(norm, 1e-300)))
         total += values.sum()
-        total_sq += (values ** 2).sum()
+        top = float(values.max())
+        if top > scale:
+            scaled_sq *= (scale / top) ** 2
+            scale = top
+        if scale > 0:
+            scaled_sq += float(((values / scale) ** 2).sum())
         done += m
     mean = total / trials
-    var = max(total_sq / trials - mean ** 2, 0.0)
-    return float(mean), float(math.sqrt(var / trials))
+    if scale == 0:
+        return float(mean), 0.0
+    var = max(scaled_sq / trials - (mean / scale) ** 2, 0.0)
+    return float(mean), float(scale * math.sqrt(var / trials))
 
 
 def mismatch_exact_1d(s2: float) -> float:

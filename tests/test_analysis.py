@@ -8,9 +8,10 @@ import pytest
 import torch
 import yaml
 
-from seba.analysis import (check_inputs, ensemble_features, knn_fraction, label_consistency, nearest_neighbours,
-                           same_class_fraction)
+from seba.analysis import (_masks, check_inputs, ensemble_features, fraction_rows, knn_fraction, label_consistency,
+                           nearest_neighbours, pretraining_view, report_markdown, same_class_fraction, verdicts)
 from seba.config import AnalysisConfig, parse_params
+from seba.data import EncodedTable
 from seba.errors import ConfigError, DataError
 
 SMALL = AnalysisConfig(masks=4, split_masks=2, max_k=5, batch_rows=64, consistency_k=5)
@@ -61,6 +62,7 @@ def test_a_view_that_tells_the_class_gives_fraction_one_and_noise_the_class_shar
     x, y, groups = _table(400, signal=True)
     result = knn_fraction(x, y, groups, SMALL, "toy")
     assert result["batch"].shape == (4, 5) and result["split"].shape == (2, 5)
+    assert np.array_equal(result["split_minus_batch"], result["split"] - result["batch"][:2])  # the same masks
     assert result["batch"].min() > 0.97 and result["split"].min() > 0.97
     x, y, groups = _table(400, signal=False)
     result = knn_fraction(x, y, groups, SMALL, "toy")
@@ -147,14 +149,17 @@ def test_the_analysis_stage_runs_only_when_asked_and_writes_its_report(tiny_pipe
                                          "analyses/dvc.yaml:track"}
     out = work / "reports" / "analysis"
     fraction = pd.read_csv(out / "knn_fraction.csv")
-    assert set(fraction["dataset"]) == {"diabetes", "cmc"} and set(fraction["view"]) == {"batch", "split"}
-    assert fraction["same_class_fraction"].between(0, 1).all()
+    assert set(fraction["dataset"]) == {"diabetes", "cmc"}
+    assert set(fraction["view"]) == {"batch", "split", "split_minus_batch"}
+    assert fraction.loc[fraction["view"] != "split_minus_batch", "same_class_fraction"].between(0, 1).all()
     consistency = pd.read_csv(out / "label_consistency.csv")
     assert set(consistency["space"]) == {"r0.2", "r0.5", "ensemble"}
     for png in ("knn_fraction.png", "label_consistency.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| diabetes |" in (out / "README.md").read_text()
-    assert yaml.safe_load((out / "params.yaml").read_text())["pretrain.ratios"] == [0.2, 0.5]
+    used = yaml.safe_load((out / "params.yaml").read_text())
+    assert used["pretrain.ratios"] == [0.2, 0.5] and used["analysis"]["masks"] > 0  # the settings used, defaults too
+    assert set(used["target_views"]) == {"diabetes", "cmc"}
     assert stages_run(run(["dvc", "repro", "analyses/dvc.yaml"], work, env).stdout) == set()
     assert stages_run(run(["dvc", "repro", "--dry"], work, env).stdout) == set()
 
@@ -166,3 +171,58 @@ def test_batches_no_larger_than_k_are_refused_by_name(root):
         parse_params(raw)
     raw["analysis"] = {"batch_rows": 21, "max_k": 20}
     assert parse_params(raw).analysis.batch_rows == 21
+
+
+def test_target_views_are_drawn_with_the_datasets_pretraining_settings(root):
+    """(a) masks k = max(min_masked_columns, floor(r * G)) columns and sees the rows scaled as the
+    dataset's pretraining scales them (its own `sources.<ds>.pretrain` values over the section)."""
+    gen = torch.Generator().manual_seed(0)
+    assert {int(m.sum()) for m in _masks(10, SMALL, gen, 1)} == {2}
+    assert {int(m.sum()) for m in _masks(10, SMALL, gen, 4)} == {4}
+    raw = yaml.safe_load((root / "params.yaml").read_text())
+    raw["datasets"] = ["cmc", "diabetes"]
+    raw["sources"]["diabetes"]["pretrain"] = {"normalise": False, "min_masked_columns": 3}
+    params = parse_params(raw)
+    rng = np.random.default_rng(0)
+    table = EncodedTable(X=(rng.normal(size=(50, 3)) * [1, 100, 1] + 5).astype(np.float32), y=rng.integers(0, 2, 50),
+                         groups=np.arange(3), numeric=np.ones(3, bool), columns=np.array(["a", "b", "c"]),
+                         encoded_names=np.array(["a", "b", "c"]), classes=np.array(["0", "1"]))
+    train = np.arange(40)
+    x, k = pretraining_view(params, "diabetes", table, train)
+    assert k == 3 and np.allclose(x, table.X[train])  # as they are
+    x, k = pretraining_view(params, "cmc", table, train)
+    assert k == 1 and np.allclose(x.mean(0), 0, atol=1e-5) and np.allclose(x.std(0), 1, atol=1e-3)
+
+
+def _report(fraction_tables, gains):
+    fraction = pd.DataFrame([row for args in fraction_tables for row in fraction_rows(*args)])
+    consistency = pd.DataFrame([{"dataset": d, "space": "ensemble", "metric": m, "c_in": c, "rows": n,
+                                 "mean_c_lat": c + gain}
+                                for d, rows in gains.items() for m in ("euclidean", "cosine")
+                                for c, (n, gain) in enumerate(rows)])
+    return verdicts(fraction, consistency)
+
+
+def test_the_summary_pairs_split_and_batches_and_flags_a_table_of_one_batch():
+    many = {"batch": np.array([[0.5, 0.4], [0.52, 0.4], [0.48, 0.4]]), "split": np.array([[0.6, 0.5], [0.64, 0.5]])}
+    many["split_minus_batch"] = many["split"] - many["batch"][:2]
+    few = {k: v.copy() for k, v in many.items()}
+    gains = {"big": [(0, 0.0), (3, 1.0), (5, 0.0), (4, -0.2)], "small": [(2, 0.5), (0, 0.0), (0, 0.0), (6, 0.1)]}
+    table = _report([("big", many, 5000, 1024), ("small", few, 575, 1024)], gains)
+    big, small = table.set_index("dataset").loc["big"], table.set_index("dataset").loc["small"]
+    assert not big["one_batch"] and small["one_batch"] and small["train_rows"] == 575
+    assert big["split_minus_batch_k1"] == pytest.approx(0.11) and big["split_minus_batch_k1_se"] == pytest.approx(0.01)
+    text = report_markdown(table, AnalysisConfig(masks=3, split_masks=2), (0,))
+    assert "| small * | 575 |" in text and "| big | 5000 |" in text and "+0.110 ± 0.010" in text
+    assert "on **1 of 1** tables with more than one batch" in text
+    assert "small: at most 1024 training rows, one batch" in text
+
+
+def test_a_consistency_group_without_rows_is_no_gain():
+    """No test row with c_in <= 3: the low gain is missing (–), not 0, and not counted."""
+    fractions = {"batch": np.ones((2, 2)) * 0.5, "split": np.ones((2, 2)) * 0.5, "split_minus_batch": np.zeros((2, 2))}
+    gains = {"toy": [(0, 0.0)] * 4 + [(3, 1.0)] * 6}  # c_in 0..9; rows only at c_in >= 4
+    table = _report([("toy", fractions, 100, 1024)], gains)
+    assert np.isnan(table.loc[0, "euclidean_gain_low"]) and table.loc[0, "euclidean_gain_high"] == pytest.approx(1.0)
+    text = report_markdown(table, AnalysisConfig(masks=2, split_masks=2), (0,))
+    assert "| toy | – | – | +1.00 | +1.00 |" in text and "on **0 of 0** tables with such rows" in text

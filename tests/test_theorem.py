@@ -186,3 +186,12 @@ def test_the_verdicts_say_what_the_grid_shows(grid, dense, sparse):
     from seba.theorem import _sparse_heading
 
     assert "the claim fails beyond this grid" in _sparse_heading(sparse_rows)  # no point above the bound, n < D
+
+
+def test_a_far_tail_probability_keeps_its_standard_error():
+    """p below 1e-154 squared underflows; the error is still its own size, not 0."""
+    for n in (1, 2):
+        p, se = mismatch_probability(n, 8000.0, 4000, 0)
+        assert 0 < se < p < 1e-250
+    p, se = mismatch_probability(1, 8000.0, 4000, 0)
+    assert abs(p - mismatch_exact_1d(8000.0)) < 4 * se
