@@ -13,7 +13,11 @@ child ends as a stage does (``seba.runtime.exit_with_parent``).
 
 The worker serves one version of the code: its socket's name derives from the interpreter and
 the size and time of every file of the ``seba`` package, so after an edit the stages start a
-new worker (the old one ends when idle). It ends after ``IDLE_SECONDS`` without a request.
+new worker (the old one ends when idle). It serves one process context too: what a process
+passes on to its children and files beyond its environment (umask, resource limits, nice value,
+cgroup; ``process_context``) is in the socket's name, and a worker runs a stage only when the
+stage process's context is its own (else the stage runs itself), so a `ulimit -f`, `umask 077` or
+memory-capped cgroup of a `dvc repro` applies to its stages as to stages run alone. It ends after ``IDLE_SECONDS`` without a request.
 ``SEBA_WORKER=0`` turns it off (every stage imports for itself).
 """
 
@@ -47,12 +51,31 @@ def _package_files() -> list[Path]:
 
 
 def code_key() -> str:
-    """The interpreter and the size and modification time of every file of the seba package."""
+    """The interpreter, the size and modification time of every file of the seba package, and
+    this process's context (``process_context``)."""
     digest = hashlib.sha256(sys.executable.encode())
     for path in _package_files():
         stat = path.stat()
         digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    digest.update(json.dumps(process_context()).encode())
     return digest.hexdigest()[:20]
+
+
+def process_context() -> list:
+    """What a forked child inherits from its parent and would not get from the stage process's
+    request: the file-creation mask, every resource limit, the nice value and the cgroup (a
+    process's own, read where it is single-threaded: reading the umask means setting it)."""
+    import resource
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    limits = {name: list(resource.getrlimit(getattr(resource, name)))
+              for name in sorted(dir(resource)) if name.startswith("RLIMIT_")}
+    try:
+        cgroup = Path("/proc/self/cgroup").read_text()
+    except OSError:
+        cgroup = ""
+    return [mask, limits, os.nice(0), cgroup]
 
 
 def socket_path(key: str | None = None) -> Path:
@@ -118,7 +141,7 @@ def delegate() -> None:
             pass
         return
     request = {"script": os.path.abspath(sys.argv[0]), "argv": sys.argv, "cwd": os.getcwd(),
-               "env": dict(os.environ), "pid": os.getpid()}
+               "env": dict(os.environ), "pid": os.getpid(), "context": process_context()}
     child, pending = None, []
 
     def forward(signum, frame):  # a signal to this process goes on to the run (kept until it starts)
@@ -133,6 +156,8 @@ def delegate() -> None:
             stream.flush()
         _send(conn, json.dumps(request).encode(), [0, 1, 2])
         (child,) = _STATUS.unpack(_recv_exact(conn, _STATUS.size))
+        if child == REFUSED:
+            raise ConnectionRefusedError("the worker runs in another process context")
     except OSError:
         conn.close()
         for signum, handler in previous.items():
@@ -210,6 +235,11 @@ def _serve(conn: socket.socket) -> None:
         fds = list(fds)
         if len(fds) != 3:
             return
+        if request.get("context") != _CONTEXT:  # another umask, limit or cgroup: the stage runs itself
+            for fd in fds:
+                os.close(fd)
+            conn.sendall(_STATUS.pack(REFUSED))
+            return
         pid = os.fork()
         if pid == 0:
             conn.close()
@@ -230,6 +260,9 @@ def serve(path: Path) -> None:
     """Import what the stages import, then fork a child per request until idle."""
     import importlib
     import pkgutil
+
+    global _CONTEXT
+    _CONTEXT = json.loads(json.dumps(process_context()))  # as a request carries it
 
     for name in _PRELOAD:
         try:
@@ -281,6 +314,8 @@ def serve(path: Path) -> None:
 
 _ACTIVE = 0
 _LOCK = threading.Lock()
+_CONTEXT: list | None = None  # the worker's process context, read before its threads start
+REFUSED = 0  # the worker's answer in place of a child's pid: run the stage here
 _inode = -1
 
 

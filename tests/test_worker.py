@@ -1,6 +1,7 @@
 """seba/worker.py: stage processes handed to a warm worker behave as if they ran themselves."""
 
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -9,6 +10,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from seba.worker import code_key
 
 SCRIPT = '''
 import seba.cli  # first, as every stage script: hands the script to the worker when one runs
@@ -74,6 +77,33 @@ def test_a_delegated_stage_runs_as_it_would_alone(stage):
     assert "torch already imported: False" in off.stdout
     pooled = run(tmp_path, env, "0", "--pool")  # a spawn pool inside a delegated run
     assert pooled.returncode == 0 and "pool [1, 4, 9]" in pooled.stdout, pooled
+
+
+def _limited(fsize=None, umask=None):
+    def apply():
+        if fsize is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+        if umask is not None:
+            os.umask(umask)
+    return apply
+
+
+@pytest.mark.parametrize("limit", [{"fsize": 800 * 1024}, {"umask": 0o077}])
+def test_a_stage_in_another_process_context_runs_itself(stage, limit):
+    """A worker started without a `ulimit -f` (or with another umask) would write a stage's files
+    past that limit (or with other modes): such a stage runs itself, with its own limit, and the
+    worker of its own context is another socket."""
+    tmp_path, env = stage
+    run(tmp_path, env, "0")
+    wait_for_worker(tmp_path / "w.sock")
+    assert "torch already imported: True" in run(tmp_path, env, "0").stdout
+    limited = subprocess.run([sys.executable, "stages/probe.py", "4"], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=120, preexec_fn=_limited(**limit))
+    assert limited.returncode == 4 and "torch already imported: False" in limited.stdout, limited
+    assert "torch already imported: True" in run(tmp_path, env, "0").stdout  # the worker still serves its own
+    keys = subprocess.run([sys.executable, "-c", "from seba.worker import code_key; print(code_key())"],
+                          capture_output=True, text=True, timeout=60, preexec_fn=_limited(**limit), check=True)
+    assert keys.stdout.strip() != code_key()
 
 
 def test_killing_the_stage_process_ends_the_delegated_run(stage):
