@@ -70,6 +70,16 @@ def supplied_copy_missing(entry: dict, snapshot_dir: Path) -> bool:
 
 def load_snapshot(openml_id: int, snapshot_dir: Path) -> tuple[pd.DataFrame, dict]:
     """Read the vendored copy of an OpenML table after checking its sha256 against the manifest."""
+    path, digest = verified_snapshot(openml_id, snapshot_dir)
+    frame = pd.read_parquet(path)
+    info = {"source": "snapshot", "file": str(path.relative_to(snapshot_dir.parent.parent)),
+            "sha256": digest}
+    return frame, info
+
+
+def verified_snapshot(openml_id: int, snapshot_dir: Path) -> tuple[Path, str]:
+    """The snapshot file of an OpenML table and its sha256, checked against the manifest: a
+    DataError naming the problem (not in the snapshot, a copy not supplied, missing, damaged)."""
     manifest = read_manifest(snapshot_dir)
     entry = manifest.get(str(openml_id))
     if entry is None:
@@ -88,11 +98,10 @@ def load_snapshot(openml_id: int, snapshot_dir: Path) -> tuple[pd.DataFrame, dic
     if digest != entry["sha256"]:
         raise DataError(
             f"snapshot file {path} fails verification: sha256 {digest} != manifest {entry['sha256']}"
+            + ("" if entry.get("vendored", True) is False else
+               f" (`git checkout -- {paths.SNAPSHOT}/{entry['file']}` restores the committed copy)")
         )
-    frame = pd.read_parquet(path)
-    info = {"source": "snapshot", "file": str(path.relative_to(snapshot_dir.parent.parent)),
-            "sha256": digest}
-    return frame, info
+    return path, digest
 
 
 @contextlib.contextmanager

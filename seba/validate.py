@@ -27,9 +27,9 @@ from seba import paths
 from seba.baselines.base import check_baselines, load_method, method_config
 from seba.config import Params, load_params
 from seba.data import (check_shots, load_local_table, load_snapshot, make_split, read_manifest, reading,
-                       supplied_copy_missing)
+                       supplied_copy_missing, verified_snapshot)
 from seba.errors import ConfigError, DataError
-from seba.executor import capacity, local_nodes, probe_address
+from seba.executor import PROBE_SECONDS, capacity, local_nodes, probe_address
 from seba.pretrain import member_bytes, plan_stacks, plan_workers
 from seba.runtime import repo_root, select_device, write_text
 from seba.theorem import load_theorem
@@ -42,31 +42,71 @@ STAMP_TEXT = ("params.yaml passed seba-validate. Written by the `validate` stage
 
 
 def _labels(name: str, params: Params, root: Path):
-    """Label codes and class names of a dataset, and where they were read; (None, None, None)
-    when the table is not at hand (not fetched from its current source, not in the snapshot)."""
+    """Label codes and class names of a dataset, and where they were read; (None, None, why)
+    when the table is not at hand (not fetched from its current source, not in the snapshot),
+    ``why`` saying where its fetch must get it.
+
+    A snapshot file the table may come from is verified first: DVC runs every ``fetch`` again
+    when the snapshot folder changes, and a damaged file would stop it after DVC removed its
+    outputs. A fetched table that cannot be read is left to ``fetch``, which writes it again (DVC
+    reruns a stage whose output changed); its rows are read from the snapshot instead."""
     source = params.sources[name]
     raw = paths.raw_table(root, name)
+    snapshot = root / paths.SNAPSHOT
     if source.is_local:
         frame, _ = load_local_table(name, source, root)
-        where = source.path
-    elif raw.exists() and _fetched_from(root, name) == source.openml_id:
-        with reading(raw, f"fetch@{name}"):
-            frame = pd.read_parquet(raw, columns=["class"])
-        where = str(raw.relative_to(root))
-    else:
-        snapshot = root / paths.SNAPSHOT
-        entry = read_manifest(snapshot).get(str(source.openml_id))
-        if entry is None:
-            if params.fetch.source == "snapshot":
-                raise DataError(f"dataset '{name}': OpenML id {source.openml_id} is not in the offline "
-                                f"snapshot, and 'fetch.source' is snapshot")
-            return None, None, None
-        if supplied_copy_missing(entry, snapshot) and params.fetch.source != "snapshot":
-            return None, None, None  # a copy the user supplies: fetch tries OpenML first (and names the copy)
-        frame, _ = load_snapshot(source.openml_id, snapshot)
-        where = "offline snapshot"
+        return _codes(frame) + (source.path,)
+    entry = read_manifest(snapshot).get(str(source.openml_id))
+    if entry is not None and params.fetch.source != "openml" and not supplied_copy_missing(entry, snapshot):
+        verified_snapshot(source.openml_id, snapshot)  # a DataError naming the file when it fails verification
+    unreadable = ""
+    if raw.exists() and _fetched_from(root, name) == source.openml_id:
+        try:
+            with reading(raw, f"fetch@{name}"):
+                return _codes(pd.read_parquet(raw, columns=["class"])) + (str(raw.relative_to(root)),)
+        except DataError:
+            unreadable = (f"; {raw.relative_to(root)} cannot be read, and fetch@{name} writes it again (DVC reruns "
+                          f"a stage whose output changed)")
+    if entry is None:
+        if params.fetch.source == "snapshot":
+            raise DataError(f"dataset '{name}': OpenML id {source.openml_id} is not in the offline "
+                            f"snapshot, and 'fetch.source' is snapshot")
+        return None, None, (f"OpenML id {source.openml_id} is not in the offline snapshot (check "
+                            f"'sources.{name}.openml_id')")
+    if supplied_copy_missing(entry, snapshot) and params.fetch.source != "snapshot":
+        try:  # a copy the user supplies: fetch tries OpenML first (and names the copy)
+            load_snapshot(source.openml_id, snapshot)
+        except DataError as exc:
+            return None, None, str(exc)
+    frame, _ = load_snapshot(source.openml_id, snapshot)
+    return _codes(frame) + ("offline snapshot" + unreadable,)
+
+
+def _codes(frame: pd.DataFrame) -> tuple:
     label = frame["class"].dropna().astype("category").cat.remove_unused_categories()
-    return label.cat.codes.to_numpy(), [str(c) for c in label.cat.categories], where
+    return label.cat.codes.to_numpy(), [str(c) for c in label.cat.categories]
+
+
+def openml_unreachable() -> str | None:
+    """Why the OpenML server the client is configured with accepts no connection within
+    ``PROBE_SECONDS``, or None when it does."""
+    import socket
+    import urllib.parse
+
+    import openml
+
+    url = urllib.parse.urlparse(openml.config.server)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname, port), timeout=PROBE_SECONDS).close()
+    except OSError as exc:
+        return f"{url.hostname}: {'no answer' if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__)}"
+    return None
+
+
+def _in_openml_cache(root: Path, openml_id: int) -> bool:
+    """Whether the openml client's cache holds the table (its fetch then needs no connection)."""
+    return any(p.is_dir() for p in (root / paths.OPENML_CACHE).glob(f"**/datasets/{openml_id}"))
 
 
 def _fetched_from(root: Path, name: str) -> int | None:
@@ -227,12 +267,14 @@ def row_problems(params: Params, root: Path, say=print) -> list[str]:
     every seed's split holds every class, and the test part serves the largest shot. ``say``
     (None: quiet) reports each dataset's outcome."""
     say = say or (lambda *_: None)
-    problems = []
+    problems, from_openml = [], {}
     for name in params.datasets:
         try:
             y, classes, where = _labels(name, params, root)
             if y is None:
                 say(f"  {name}: not fetched yet and not in the snapshot; row-level checks skipped")
+                if not _in_openml_cache(root, params.sources[name].openml_id):
+                    from_openml[name] = where
                 continue
             for seed in params.seeds:
                 split = make_split(y, seed, params.split.test_fraction, params.split.val_fraction, name, classes)
@@ -241,6 +283,9 @@ def row_problems(params: Params, root: Path, say=print) -> list[str]:
                 f"for {len(params.seeds)} seed(s)")
         except (ConfigError, DataError) as exc:
             problems.append(str(exc))
+    if from_openml and (reason := openml_unreachable()):  # their fetch would fail after DVC removed its outputs
+        problems += [f"dataset '{name}': its fetch needs OpenML, which accepts no connection ({reason} within "
+                     f"{PROBE_SECONDS:g} s): {why}" for name, why in from_openml.items()]
     return problems
 
 

@@ -266,17 +266,69 @@ def test_a_ray_address_where_nothing_answers_stops_validation_at_once(repo, caps
     assert prior_outputs(repo) == before
 
 
-def test_a_table_the_user_supplies_is_left_to_fetch_unless_the_snapshot_is_the_source(repo, capsys):
-    """Fashion-MNIST is not in the repository: with OpenML as a source (auto, openml), the fetch
-    stage downloads it, so validation does not stop for the missing copy; with fetch.source
-    snapshot it does, saying where the verified copy goes."""
+def test_a_table_the_user_supplies_is_left_to_fetch_unless_the_snapshot_is_the_source(repo, capsys, monkeypatch):
+    """Fashion-MNIST is not in the repository: with OpenML as a source (auto, openml) and OpenML
+    reachable, the fetch stage downloads it, so validation does not stop for the missing copy;
+    with OpenML unreachable, or fetch.source snapshot, it does, saying where the verified copy goes."""
+    import seba.validate
+
     edit_params(repo, add_dataset("fashion", {"openml_id": 40996}))
+    monkeypatch.setattr(seba.validate, "openml_unreachable", lambda: None)
     assert validate_main(["--root", str(repo)]) == 0
     assert "fashion: not fetched yet and not in the snapshot; row-level checks skipped" in capsys.readouterr().out
+    monkeypatch.setattr(seba.validate, "openml_unreachable", lambda: "www.openml.org: no answer")
+    assert validate_main(["--root", str(repo)]) == 2
+    message = capsys.readouterr().err
+    assert ("dataset 'fashion': its fetch needs OpenML, which accepts no connection (www.openml.org: no answer "
+            "within 5 s): Fashion-MNIST (challenging table) (OpenML 40996) is not in the repository (35 MB)") in message
     edit_params(repo, set_key("fetch.source", "snapshot"))
     assert validate_main(["--root", str(repo)]) == 2
     message = capsys.readouterr().err
     assert "is not in the repository (35 MB)" in message and "data/snapshot/fashion.parquet" in message
+
+
+def test_an_openml_id_not_in_the_snapshot_needs_openml_or_its_cache(repo, capsys, monkeypatch):
+    """A mistyped id offline would pass validation and fail in fetch after DVC removed the fetched
+    table; a table in the openml client's cache needs no connection."""
+    import seba.validate
+
+    before = prior_outputs(repo)
+    monkeypatch.setattr(seba.validate, "openml_unreachable", lambda: "www.openml.org: Name or service not known")
+    edit_params(repo, set_key("sources.diabetes.openml_id", 99999))
+    assert validate_main(["--root", str(repo)]) == 2
+    assert ("dataset 'diabetes': its fetch needs OpenML, which accepts no connection (www.openml.org: Name or "
+            "service not known within 5 s): OpenML id 99999 is not in the offline snapshot (check "
+            "'sources.diabetes.openml_id')") in capsys.readouterr().err
+    (repo / "data" / "openml_cache" / "org" / "openml" / "www" / "datasets" / "99999").mkdir(parents=True)
+    assert validate_main(["--root", str(repo)]) == 0
+    assert prior_outputs(repo) == {**before, **{k: v for k, v in prior_outputs(repo).items() if "openml_cache" in k}}
+
+
+def test_a_damaged_snapshot_is_refused_though_the_table_was_fetched(repo, capsys):
+    """DVC reruns every fetch when the snapshot folder changes: a damaged file must stop
+    validation even where data/raw already holds the table (fetch would fail after DVC removed it)."""
+    (repo / "data" / "raw" / "diabetes.json").write_text(json.dumps({"openml_id": 37}))
+    assert validate_main(["--root", str(repo)]) == 0
+    assert "(data/raw/diabetes.parquet): splits and shots OK" in capsys.readouterr().out
+    snapshot = repo / "data" / "snapshot" / "diabetes.parquet"
+    snapshot.write_bytes(snapshot.read_bytes()[:4000])
+    before = prior_outputs(repo)
+    assert validate_main(["--root", str(repo)]) == 2
+    message = capsys.readouterr().err
+    assert "diabetes.parquet fails verification" in message
+    assert "(`git checkout -- data/snapshot/diabetes.parquet` restores the committed copy)" in message
+    assert prior_outputs(repo) == before
+
+
+def test_a_fetched_table_that_cannot_be_read_is_left_to_fetch(repo, capsys):
+    """A damaged data/raw table stopped every `dvc repro` in validation, `dvc repro fetch@<name>`
+    (the advice) included: fetch writes it again, and the rows come from the snapshot meanwhile."""
+    (repo / "data" / "raw" / "diabetes.json").write_text(json.dumps({"openml_id": 37}))
+    raw = repo / "data" / "raw" / "diabetes.parquet"
+    raw.write_bytes(raw.read_bytes()[:3000])
+    assert validate_main(["--root", str(repo)]) == 0
+    assert ("diabetes: 768 rows, 2 classes (offline snapshot; data/raw/diabetes.parquet cannot be read, and "
+            "fetch@diabetes writes it again (DVC reruns a stage whose output changed))") in capsys.readouterr().out
 
 
 def test_a_listed_methods_package_and_checkpoint_are_checked_by_validation(repo, monkeypatch, capsys):
