@@ -66,15 +66,17 @@ def train_probes(features: torch.Tensor, support: torch.Tensor, support_labels: 
                  n_classes: int, lr: float, max_iters: int, patience: int,
                  generator: torch.Generator | None = None, chunk_bytes: int | None = None,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 init: tuple[torch.Tensor, torch.Tensor] | None = None,
+                 init: tuple[torch.Tensor, torch.Tensor] | None = None, early_stop: bool = True,
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One linear probe per (member, episode), trained many at a time as one tensor program.
 
     Each probe follows the released code's rule on its own: full-batch Adam (torch's update
     formula) on the mean cross-entropy of its support, stop as soon as train accuracy reaches
     1.0 or after ``patience`` iterations without improvement (or ``max_iters``), keep the
-    weights of the best train accuracy. Adam is element-wise and every probe's gradient is its
-    own, so a probe's path is the same as if it were trained alone.
+    weights of the best train accuracy; with ``early_stop`` False (``evaluate.probe_stop: none``,
+    the paper's "10 000 epochs"), train every probe ``max_iters`` steps and keep the final
+    weights. Adam is element-wise and every probe's gradient is its own, so a probe's path is
+    the same as if it were trained alone.
 
     Speed: the bias is folded into the weights (the support features get a column of ones), so
     one batched product gives the logits, one gives the whole gradient, and one Adam update
@@ -129,24 +131,28 @@ def train_probes(features: torch.Tensor, support: torch.Tensor, support_labels: 
             for it in range(max_iters + 1):
                 logits = torch.bmm(w, xt)  # [P, C, S]
                 top = logits.amax(1, keepdim=True)  # [P, 1, S]
-                # argmax == label, ties to the first class as argmax does (argmax over the short
-                # strided class axis is ~15x slower than amax): the label is a maximum and no
-                # earlier class is one
-                # train accuracy as the number of wrong support rows (accuracy 1.0 = none)
-                wrong = ((logits == top) & up_to_label).logical_xor_(is_label).any(1).sum(1)  # [P]
-                improved = active & (wrong < best_wrong)
-                if bool(improved.any()):
-                    best_wrong = torch.where(improved, wrong, best_wrong)
-                    best_iter.masked_fill_(improved, it)
-                    best[ids[improved]] = w[improved]
-                done = active & ((wrong == 0) | (best_iter <= it - patience))
-                if bool(done.any()):
-                    iterations[ids[done]] = it
-                    active = active & ~done
-                n_active = int(active.sum())
-                if n_active == 0:
-                    break
+                n_active = len(ids)
+                if early_stop:
+                    # argmax == label, ties to the first class as argmax does (argmax over the short
+                    # strided class axis is ~15x slower than amax): the label is a maximum and no
+                    # earlier class is one
+                    # train accuracy as the number of wrong support rows (accuracy 1.0 = none)
+                    wrong = ((logits == top) & up_to_label).logical_xor_(is_label).any(1).sum(1)  # [P]
+                    improved = active & (wrong < best_wrong)
+                    if bool(improved.any()):
+                        best_wrong = torch.where(improved, wrong, best_wrong)
+                        best_iter.masked_fill_(improved, it)
+                        best[ids[improved]] = w[improved]
+                    done = active & ((wrong == 0) | (best_iter <= it - patience))
+                    if bool(done.any()):
+                        iterations[ids[done]] = it
+                        active = active & ~done
+                    n_active = int(active.sum())
+                    if n_active == 0:
+                        break
                 if it == max_iters:
+                    if not early_stop:  # the final weights, after max_iters steps
+                        best[ids] = w
                     iterations[ids[active]] = it
                     break
                 if 2 * n_active <= len(ids):  # compact to the probes still running

@@ -222,6 +222,10 @@ class EvaluateConfig:
     probe_lr: PositiveFloat = 1e-3  # the linear probe's (and fine-tuning's) Adam learning rate
     probe_max_iters: PositiveInt = 10000
     probe_patience: PositiveInt = 100  # stop a probe after this many iterations without improvement
+    # deviation: train_accuracy (the released code's rule: stop at 100 % train accuracy or after
+    # probe_patience iterations without improvement, keep the best weights) | none (the paper's
+    # "10 000 epochs": every one of probe_max_iters steps, the final weights)
+    probe_stop: choice("train_accuracy", "none") = "train_accuracy"
     finetune_chunk: PositiveInt = 10  # episodes fine-tuned together (memory: a copy of the encoder each)
 
     def unevaluated_prototype_shots(self) -> str | None:

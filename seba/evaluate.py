@@ -75,6 +75,7 @@ def head_scores(features: list[torch.Tensor], supports: list[torch.Tensor], labe
     weight, bias, iterations = train_probes(
         torch.cat(features), torch.cat([support.expand(M, -1, -1) for support in supports]), labels, n_classes,
         lr=cfg.probe_lr, max_iters=cfg.probe_max_iters, patience=cfg.probe_patience,
+        early_stop=cfg.probe_stop == "train_accuracy",
         init=(torch.cat([w for w, _ in inits]), torch.cat([b for _, b in inits])))
     with torch.no_grad():
         return [(probe_logits(f, weight[i * M:(i + 1) * M], bias[i * M:(i + 1) * M]), iterations[i * M:(i + 1) * M])

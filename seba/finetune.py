@@ -6,8 +6,9 @@ both follow the linear probe's settings (``seba.classifiers.train_probes``; the 
 hyper-parameters): full-batch Adam on the support's mean cross-entropy with ``evaluate.probe_lr``,
 stop as soon as every support row is classified right, or after ``evaluate.probe_patience``
 iterations without a better train accuracy, or after ``evaluate.probe_max_iters``; the weights
-of the best train accuracy are kept. The head starts as the probe of the same episode does
-(``probe_init`` from the seed's and shot's generator). ``evaluate.finetune_chunk`` episodes train
+of the best train accuracy are kept (``evaluate.probe_stop: none``: every step, the final
+weights). The head starts as the probe of the same episode does (``probe_init`` from the seed's
+and shot's generator). ``evaluate.finetune_chunk`` episodes train
 together as one stacked model (``seba.model.StackedEncoder``: every episode's gradient is its
 own, and Adam is element-wise, so an episode's path is the one it takes alone).
 """
@@ -36,7 +37,7 @@ class FineTuneInputs:
                  init: tuple[torch.Tensor, torch.Tensor], cfg: EvaluateConfig) -> tuple[torch.Tensor, torch.Tensor]:
         """``finetune_scores`` with the ``evaluate`` section's settings (``seba.evaluate.head_scores``)."""
         return finetune_scores(self, support, support_labels, n_classes, init, cfg.probe_lr, cfg.probe_max_iters,
-                               cfg.probe_patience, cfg.finetune_chunk)
+                               cfg.probe_patience, cfg.finetune_chunk, early_stop=cfg.probe_stop == "train_accuracy")
 
 
 def _encoder(checkpoint: dict) -> Encoder:
@@ -51,7 +52,7 @@ def _encoder(checkpoint: dict) -> Encoder:
 
 def finetune_scores(inputs: FineTuneInputs, support: torch.Tensor, support_labels: torch.Tensor, n_classes: int,
                     init: tuple[torch.Tensor, torch.Tensor], lr: float, max_iters: int, patience: int,
-                    chunk: int, batch_rows: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
+                    chunk: int, batch_rows: int = 4096, early_stop: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Class logits [M, E, N, C] of every test row under each (member, episode)'s fine-tuned
     encoder and head, and the iterations each used [M, E]. ``support`` is [E, S] positions into
     the test rows, ``init`` the heads' initial weights [M, E, F, C] and biases [M, E, C]."""
@@ -66,7 +67,7 @@ def finetune_scores(inputs: FineTuneInputs, support: torch.Tensor, support_label
             episodes = torch.arange(first, min(first + chunk, E), device=device)
             encoder, weight, bias, used = _train(template, inputs.x[support[episodes]], labels, n_classes,
                                                  init[0][m, episodes].to(device), init[1][m, episodes].to(device),
-                                                 lr, max_iters, patience)
+                                                 lr, max_iters, patience, early_stop)
             iters_m.append(used)
             with torch.no_grad():
                 parts = []
@@ -80,11 +81,11 @@ def finetune_scores(inputs: FineTuneInputs, support: torch.Tensor, support_label
 
 
 def _train(template: Encoder, x: torch.Tensor, labels: torch.Tensor, n_classes: int, weight0: torch.Tensor,
-           bias0: torch.Tensor, lr: float, max_iters: int, patience: int
+           bias0: torch.Tensor, lr: float, max_iters: int, patience: int, early_stop: bool = True
            ) -> tuple[StackedEncoder, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Fine-tune one copy of ``template`` and a head per episode on its support rows ``x``
-    [e, S, D]; returns the best weights (stacked encoder in eval mode, head [e, F, C] and
-    [e, C]) and the iterations used [e]."""
+    [e, S, D]; returns the best weights (``early_stop`` False: the final ones, after ``max_iters``
+    steps; stacked encoder in eval mode, head [e, F, C] and [e, C]) and the iterations used [e]."""
     n, S = x.shape[:2]
     device = x.device
     encoder = StackedEncoder([template] * n).to(device)
@@ -105,13 +106,16 @@ def _train(template: Encoder, x: torch.Tensor, labels: torch.Tensor, n_classes: 
         logits = torch.baddbmm(bias.unsqueeze(1), encoder(x[ids]), weight)  # [a, S, C]
         with torch.no_grad():
             wrong = (logits.argmax(-1) != labels).sum(1)
-            improved = wrong < best_wrong[ids]
+            if early_stop:
+                improved = wrong < best_wrong[ids]
+            else:  # the final weights only
+                improved = torch.full_like(wrong, it == max_iters, dtype=torch.bool)
             if bool(improved.any()):
                 for kept, value in zip(best, parameters()):
                     kept[ids[improved]] = value.detach()[improved]
                 best_wrong[ids[improved]] = wrong[improved]
                 best_iter[ids[improved]] = it
-            done = (wrong == 0) | (best_iter[ids] <= it - patience)
+            done = ((wrong == 0) | (best_iter[ids] <= it - patience)) & early_stop
             if it == max_iters:
                 done[:] = True
             used[ids[done]] = it

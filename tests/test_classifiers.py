@@ -154,3 +154,33 @@ def test_nearest_neighbour_scores_are_the_same_in_chunks_of_episodes():
         chunked = nearest_neighbour_scores(features, support, labels, 3, metric, chunk_bytes=1)
         torch.testing.assert_close(whole, chunked)
         assert ((whole.argmax(-1) == y) | ~torch.as_tensor(episodes.query)).all()
+
+
+def test_probe_stop_none_trains_every_step_and_keeps_the_final_weights():
+    """`evaluate.probe_stop: none` (the paper's "10 000 epochs"): no probe stops early, and the
+    weights are those after max_iters Adam steps, as torch's Adam loop gives them."""
+    X, y = separable()
+    episodes = sample_episodes(y.numpy(), 3, 5, n_episodes=3, seed=0)
+    support = torch.as_tensor(episodes.support)
+    labels = torch.as_tensor(episodes.support_labels)
+    features = X[None]
+    w0, b0, _ = train_probes(features, support, labels, 3, lr=1e-2, max_iters=0, patience=5,
+                             generator=torch.Generator().manual_seed(3))
+    early = train_probes(features, support, labels, 3, lr=1e-2, max_iters=200, patience=5, init=(w0, b0))
+    w, b, iters = train_probes(features, support, labels, 3, lr=1e-2, max_iters=200, patience=5, init=(w0, b0),
+                               early_stop=False)
+    assert (early[2] < 200).all() and (iters == 200).all()  # the separable support stops the default at once
+    for e in range(3):
+        linear = torch.nn.Linear(16, 3)
+        with torch.no_grad():
+            linear.weight.copy_(w0[0, e].T)
+            linear.bias.copy_(b0[0, e])
+        opt = torch.optim.Adam(linear.parameters(), lr=1e-2)
+        for _ in range(200):
+            loss = F.cross_entropy(linear(features[0, support[e]]), labels)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        torch.testing.assert_close(w[0, e], linear.weight.detach().T, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(b[0, e], linear.bias.detach(), rtol=1e-4, atol=1e-5)
+        assert not torch.allclose(w[0, e], early[0][0, e])

@@ -88,6 +88,10 @@ def test_the_evaluate_head_finetune_uses_the_seeds_encoders():
     assert tuned.loc[~one, "accuracy"].mean() > 80
     with pytest.raises(ValueError, match="needs every seed's encoders"):
         evaluate_members(features, ["r0.1", "r0.2"], y, 3, 0, cfg)
+    for head in ("linear", "finetune"):  # evaluate.probe_stop reaches both heads
+        full = evaluate_members(features, ["r0.1", "r0.2"], y, 3, 0,
+                                dataclasses.replace(cfg, head=head, probe_stop="none"), finetune=inputs)
+        assert full.loc[(full["shot"] == 5) & (full["member"] != "ensemble"), "probe_iterations"].eq(200).all()
 
 
 def test_finetuning_refuses_an_encoder_it_cannot_train():
@@ -99,3 +103,19 @@ def test_finetuning_refuses_an_encoder_it_cannot_train():
         finetune_scores(FineTuneInputs([bad], x), torch.as_tensor(episodes.support),
                         torch.as_tensor(episodes.support_labels), 3,
                         probe_init(1, 1, 16, 3, torch.Generator().manual_seed(0)), 1e-3, 10, 5, 1)
+
+
+def test_probe_stop_none_finetunes_every_step_and_keeps_the_final_weights():
+    x, y = toy(seed=2)
+    inputs = FineTuneInputs([checkpoint(10, 4)], x)
+    episodes = sample_episodes(y, 3, 2, n_episodes=2, seed=2)
+    support, labels = torch.as_tensor(episodes.support), torch.as_tensor(episodes.support_labels)
+    init = probe_init(1, 2, 16, 3, torch.Generator().manual_seed(2))
+    early = finetune_scores(inputs, support, labels, 3, init, 1e-3, 60, 30, chunk=2)
+    full = finetune_scores(inputs, support, labels, 3, init, 1e-3, 60, 30, chunk=2, early_stop=False)
+    assert (early[1] < 60).all() and (full[1] == 60).all()
+    # the final weights: 60 more steps of training on the support, alone, give the same logits
+    alone = finetune_scores(inputs, support[:1], labels, 3, (init[0][:, :1], init[1][:, :1]), 1e-3, 60, 30, chunk=1,
+                            early_stop=False)
+    torch.testing.assert_close(full[0][:, :1], alone[0], rtol=1e-4, atol=1e-4)
+    assert not torch.allclose(full[0], early[0])
