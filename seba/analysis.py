@@ -168,10 +168,8 @@ def verdicts(fraction: pd.DataFrame, consistency: pd.DataFrame, k_low: int = 3) 
     out = []
     top = int(consistency["c_in"].max())
     for dataset, group in fraction.groupby("dataset", sort=False):
-        row = {"dataset": dataset}
-        if "one_batch" in group:
-            row["train_rows"] = int(group["train_rows"].iloc[0])
-            row["one_batch"] = bool(group["one_batch"].iloc[0])
+        row = {"dataset": dataset, "train_rows": int(group["train_rows"].iloc[0]),
+               "one_batch": bool(group["one_batch"].iloc[0])}
         for view, g in group.groupby("view"):
             if view == DIFFERENCE:
                 first = g[g["k"] == 1].iloc[0]
