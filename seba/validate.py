@@ -26,7 +26,7 @@ import pandas as pd
 from seba import paths
 from seba.baselines.base import check_baselines, load_method, method_config
 from seba.config import Params, load_params
-from seba.data import (check_shots, load_local_table, load_snapshot, make_split, read_manifest, reading,
+from seba.data import (check_shots, load_local_table, make_split, read_manifest, reading,
                        supplied_copy_missing, verified_snapshot)
 from seba.errors import ConfigError, DataError
 from seba.executor import PROBE_SECONDS, capacity, local_nodes, probe_address
@@ -57,8 +57,9 @@ def _labels(name: str, params: Params, root: Path):
         frame, _ = load_local_table(name, source, root)
         return _codes(frame) + (source.path,)
     entry = read_manifest(snapshot).get(str(source.openml_id))
+    verified = None  # the snapshot file, once checked
     if entry is not None and params.fetch.source != "openml" and not supplied_copy_missing(entry, snapshot):
-        verified_snapshot(source.openml_id, snapshot)  # a DataError naming the file when it fails verification
+        verified, _ = verified_snapshot(source.openml_id, snapshot)  # a DataError naming a damaged file
     unreadable = ""
     if raw.exists() and _fetched_from(root, name) == source.openml_id:
         try:
@@ -75,11 +76,11 @@ def _labels(name: str, params: Params, root: Path):
                             f"'sources.{name}.openml_id')")
     if supplied_copy_missing(entry, snapshot) and params.fetch.source != "snapshot":
         try:  # a copy the user supplies: fetch tries OpenML first (and names the copy)
-            load_snapshot(source.openml_id, snapshot)
+            verified_snapshot(source.openml_id, snapshot)
         except DataError as exc:
             return None, None, str(exc)
-    frame, _ = load_snapshot(source.openml_id, snapshot)
-    return _codes(frame) + ("offline snapshot" + unreadable,)
+    path = verified or verified_snapshot(source.openml_id, snapshot)[0]
+    return _codes(pd.read_parquet(path, columns=["class"])) + ("offline snapshot" + unreadable,)
 
 
 def _codes(frame: pd.DataFrame) -> tuple:

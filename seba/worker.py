@@ -50,14 +50,14 @@ def _package_files() -> list[Path]:
     return sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.parts)
 
 
-def code_key() -> str:
+def code_key(context: list | None = None) -> str:
     """The interpreter, the size and modification time of every file of the seba package, and
     this process's context (``process_context``)."""
     digest = hashlib.sha256(sys.executable.encode())
     for path in _package_files():
         stat = path.stat()
         digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
-    digest.update(json.dumps(process_context()).encode())
+    digest.update(json.dumps(process_context() if context is None else context).encode())
     return digest.hexdigest()[:20]
 
 
@@ -78,12 +78,12 @@ def process_context() -> list:
     return [mask, limits, os.nice(0), cgroup]
 
 
-def socket_path(key: str | None = None) -> Path:
+def socket_path(key: str | None = None, context: list | None = None) -> Path:
     """Short (a Unix socket's path is limited to 107 bytes) and private to this user;
     ``SEBA_WORKER_SOCKET`` names another (the tests' own workers)."""
     if os.environ.get("SEBA_WORKER_SOCKET"):
         return Path(os.environ["SEBA_WORKER_SOCKET"])
-    return Path(tempfile.gettempdir()) / f"seba-worker-{os.getuid()}" / f"{key or code_key()}.sock"
+    return Path(tempfile.gettempdir()) / f"seba-worker-{os.getuid()}" / f"{key or code_key(context)}.sock"
 
 
 # ---------------------------------------------------------------------- the stage process's side
@@ -129,7 +129,8 @@ def delegate() -> None:
     or no worker answers: then one is started for the stages that follow."""
     if not is_stage_process():
         return
-    path = socket_path()
+    context = process_context()  # once: it names the socket and goes with the request
+    path = socket_path(context=context)
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(str(path))
@@ -141,7 +142,7 @@ def delegate() -> None:
             pass
         return
     request = {"script": os.path.abspath(sys.argv[0]), "argv": sys.argv, "cwd": os.getcwd(),
-               "env": dict(os.environ), "pid": os.getpid(), "context": process_context()}
+               "env": dict(os.environ), "pid": os.getpid(), "context": context}
     child, pending = None, []
 
     def forward(signum, frame):  # a signal to this process goes on to the run (kept until it starts)
