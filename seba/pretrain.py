@@ -585,13 +585,25 @@ def _train_in_worker(threads: int, kwargs: dict) -> list[PretrainResult]:
     return pretrain_stack(**kwargs)
 
 
+def _train_here(threads: int, kwargs: dict) -> list[PretrainResult]:
+    """``pretrain_stack(**kwargs)`` in this process with ``threads`` torch threads, its own count
+    restored afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return pretrain_stack(**kwargs)
+    finally:
+        torch.set_num_threads(before)
+
+
 def pretrain_many(stacks: list[dict], workers: int, threads: int) -> Iterator[list[PretrainResult]]:
-    """``pretrain_stack(**stack)`` for every stack, yielded in order. With ``workers`` > 1 the
-    stacks run in that many spawned processes with ``threads`` torch threads each (a stack's
-    results depend only on its own arguments and the thread count)."""
+    """``pretrain_stack(**stack)`` for every stack, yielded in order, each with ``threads`` torch
+    threads (a stack's results depend only on its own arguments and the thread count, which on a
+    CPU changes the float rounding). With ``workers`` > 1 the stacks run in that many spawned
+    processes; otherwise here (as a resumed stage's one stack left, planned for more workers)."""
     if workers <= 1 or len(stacks) <= 1:
         for stack in stacks:
-            yield pretrain_stack(**stack)
+            yield _train_here(threads, stack)
         return
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:

@@ -136,6 +136,23 @@ def test_stacks_trained_in_parallel_processes_equal_the_same_stacks_in_turn():
     assert parallel[0].val_loss != parallel[1].val_loss  # each seed its own run, in seed order
 
 
+def test_stacks_trained_in_this_process_use_the_planned_threads(monkeypatch):
+    """A rerun that has one stack left (the others kept) trains it here, not in a worker: with
+    the thread count of the plan, as the uninterrupted run's worker did (the thread count changes
+    a CPU's float rounding at the default widths), and the process's count is restored."""
+    import seba.pretrain as pretrain
+
+    seen = []
+    monkeypatch.setattr(pretrain, "pretrain_stack", lambda **job: seen.append(torch.get_num_threads()) or [job["n"]])
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert [r for stack in pretrain.pretrain_many([{"n": 1}], workers=1, threads=1) for r in stack] == [1]
+        assert seen == [1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_the_random_ratio_draws_each_views_size_from_its_range_and_trains():
     from seba.objective import masked_group_count
     from seba.pretrain import _Member, SeedData
