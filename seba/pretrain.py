@@ -347,7 +347,10 @@ def pretrain_stack(
         with matmul_precision(cfg.precision), seeded_dropout(cfg, derive_seed(members[0].seed, ratio, "dropout"),
                                                              device):
             return _train_stack(members, groups, ratio, cfg, device, label, cuda_graphs)
-    except torch.OutOfMemoryError as error:
+    except (torch.OutOfMemoryError, RuntimeError) as error:
+        # a CPU's allocator fails with a plain RuntimeError (a memory limit, strict overcommit)
+        if not isinstance(error, torch.OutOfMemoryError) and "DefaultCPUAllocator" not in str(error):
+            raise
         raise ConfigError(
             f"{label or 'pretrain'}: a stack of {len(members)} seeds ran out of memory on {device} "
             f"({str(error).splitlines()[0][:160]}); set pretrain.stack_size below {len(members)}") from None

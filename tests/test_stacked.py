@@ -133,6 +133,27 @@ def test_a_stack_that_runs_out_of_memory_names_the_setting(monkeypatch):
         pretrain_stack(members, groups, 0.3, small_cfg(), CPU, label="[pretrain t]")
 
 
+def test_a_stack_that_runs_out_of_cpu_memory_names_the_setting(monkeypatch):
+    """A CPU's allocator fails with a plain RuntimeError (a `ulimit -v` or strict overcommit, which
+    MemAvailable does not show): the same named error; other RuntimeErrors stay as they are."""
+    import seba.pretrain
+
+    message = ["[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: "
+               "you tried to allocate 3200000000 bytes. Error code 12 (Cannot allocate memory)"]
+
+    def fails(*args, **kwargs):
+        raise RuntimeError(message[0])
+
+    monkeypatch.setattr(seba.pretrain, "_train_stack", fails)
+    members, groups = seed_tables(n_seeds=2)
+    with pytest.raises(ConfigError, match=r"\[pretrain t\]: a stack of 2 seeds ran out of memory on cpu .*"
+                                          r"DefaultCPUAllocator.*set pretrain.stack_size below 2"):
+        pretrain_stack(members, groups, 0.3, small_cfg(), CPU, label="[pretrain t]")
+    message[0] = "mat1 and mat2 shapes cannot be multiplied"
+    with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
+        pretrain_stack(members, groups, 0.3, small_cfg(), CPU, label="[pretrain t]")
+
+
 def test_fused_adam_makes_torch_adams_update_and_keeps_members_state():
     from seba.training import FusedAdam
 
