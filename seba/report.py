@@ -288,12 +288,15 @@ def beside_paper(text: str, value: float, paper: float) -> str:
 
 def agreement(cells: pd.DataFrame, column: str, shots: list) -> str:
     """How a table of cells (``column`` beside ``paper``, per dataset and shot) meets the paper:
-    cells within MISS_MARGIN or above, mean differences, means over the datasets."""
+    cells within MISS_MARGIN or above, mean differences, means over the datasets (the paper's
+    mean of a shot only where it has every dataset's value, else –: a mean over a subset would
+    mislead, as in ``markdown``)."""
     scored = cells.dropna(subset=["paper"])
     diff = scored[column] - scored["paper"]
     within = int((diff >= -MISS_MARGIN).sum())
     means = " / ".join(f"{cells[cells['shot'] == s][column].mean():.2f}" for s in shots)
-    paper_means = " / ".join(f"{scored[scored['shot'] == s]['paper'].mean():.2f}" for s in shots)
+    paper_means = " / ".join(f"{part.mean():.2f}" if part.notna().all() else "–"
+                             for part in (cells[cells["shot"] == s]["paper"] for s in shots))
     return (f"{within} of {len(scored)} cells within {MISS_MARGIN:g} points of the paper or above; "
             f"mean |difference| {diff.abs().mean():.2f}, mean difference {diff.mean():+.2f}; "
             f"means over the datasets {means} (paper {paper_means}).")

@@ -79,6 +79,18 @@ def test_headline_marks_misses_and_counts_them():
     assert "mean |difference| 1.50" in text
 
 
+def test_means_over_the_datasets_compare_the_paper_only_over_the_same_datasets():
+    """A table the paper does not have (a user's own) counts in our mean over the datasets; the
+    paper's mean of that shot would be over fewer datasets, so it is not printed (–), as in
+    reports/results.md's "Mean over datasets"."""
+    table = pd.DataFrame({
+        "dataset": ["a", "a", "b", "b", "mine", "mine"], "shot": [1, 5, 1, 5, 1, 5], "member": "ensemble",
+        "accuracy": [50.0, 60.0, 70.0, 80.0, 90.0, 95.0], "paper": [53.0, 59.0, 70.5, 79.0, float("nan"), 96.0],
+        "seeds": 2, "episodes": 200})
+    text = headline_markdown(table)
+    assert "means over the datasets 70.00 / 78.33 (paper – / 78.00)." in text, text
+    assert "5 of 5 cells" not in text and "4 of 5 cells within 2 points" in text
+
 def test_readme_table_refuses_bad_inputs_and_a_partial_or_foreign_write(tmp_path):
     """A missing or foreign file is one line, a results table without every dataset of params.yaml
     is refused (unless --partial), and --write of a results table never replaces a block that a
