@@ -323,7 +323,8 @@ def checked_numbers(column: pd.Series, accuracy: bool, low: float = 0) -> tuple[
 
 def read_episodes(path: Path, stage: str, params, root: Path | None = None) -> pd.DataFrame:
     """An episodes file of ``stage`` (evaluate@<ds> or baseline@<method>-<ds>), checked before any
-    report is written: readable, its columns, a number in [0, 100] for every accuracy, and every
+    report is written: readable, its columns, a number in [0, 100] for every accuracy, the members
+    the stage writes (SeBA's ratios and ensemble; a baseline's method alone), and every
     member scored once on each of params.yaml's seeds × shots × episodes (a file cut short, or
     written by a run with other seeds, shots or episodes, is named with the stage to rerun);
     ``root``: the repository, whose path the messages leave out."""
@@ -363,6 +364,11 @@ def read_episodes(path: Path, stage: str, params, root: Path | None = None) -> p
         if set(frame["member"]) != want:
             raise DataError(f"{path} holds members {', '.join(sorted(set(frame['member'])))}, params.yaml's "
                             f"pretrain.ratios make {', '.join(sorted(want))}: written by another run; {rerun}")
+    elif stage.startswith("baseline@"):  # one member, the method (a module name: no '-' in it)
+        method = stage.removeprefix("baseline@").split("-", 1)[0]
+        if set(frame["member"]) != {method}:  # else its cells would average over every member
+            raise DataError(f"{path} holds members {', '.join(sorted(map(str, set(frame['member']))))}, {stage} "
+                            f"writes {method} alone: written by another run; {rerun}")
     seeds, shots, episodes = set(params.seeds), set(params.evaluate.shots), params.evaluate.episodes
     for member, part in frame.groupby("member", sort=False):
         problems = []

@@ -1210,6 +1210,8 @@ def synthetic_episodes(params: dict, member_names: list[str], offset: float = 0.
     ("another seed", "reports/episodes/diabetes.csv: r0.1 holds seeds 0, 7 (params.yaml's seeds: 0): written by "
                      "another run, or cut short; rerun evaluate@diabetes"),
     ("empty", "reports/episodes/diabetes.csv cannot be read (EmptyDataError"),
+    ("two members", "reports/episodes/knn/diabetes.csv holds members knn, logreg, baseline@knn-diabetes writes knn "
+                    "alone: written by another run; rerun baseline@knn-diabetes"),
 ])
 def test_aggregate_checks_every_episodes_file_before_it_rewrites_any_report(repo, no_mlflow, monkeypatch, capsys,
                                                                             damage, message):
@@ -1245,6 +1247,9 @@ def test_aggregate_checks_every_episodes_file_before_it_rewrites_any_report(repo
         frame = pd.read_csv(episodes / "diabetes.csv")
         frame.loc[frame["shot"] == 1, "seed"] = 7
         frame.to_csv(episodes / "diabetes.csv", index=False)
+    elif damage == "two members":  # each episode twice: knn's cell would be the mean of both methods
+        pd.concat([pd.read_csv(episodes / name / "diabetes.csv") for name in ("knn", "logreg")]).to_csv(
+            episodes / "knn" / "diabetes.csv", index=False)
     else:
         (episodes / "diabetes.csv").write_text("")
     code, output = run_stage_script("aggregate", [], monkeypatch, capsys)
