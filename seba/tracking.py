@@ -32,16 +32,21 @@ _BATCH = 1000  # MLflow's limit of metrics per log_batch call
 _PARAMS_BATCH = 100  # and of params
 
 
+def store_root(root: Path | None = None) -> Path:
+    """Where the MLflow store and its artifacts (``mlartifacts/``) live: the workspace, ``DVC_ROOT``,
+    when DVC runs the stage (a queued experiment runs in a temporary copy that DVC deletes
+    afterwards, and points DVC_ROOT at the workspace it came from), else ``root``."""
+    if os.environ.get("DVC_ROOT"):
+        return Path(os.environ["DVC_ROOT"])
+    return root or repo_root()
+
+
 def tracking_uri(root: Path | None = None) -> str:
-    """MLFLOW_TRACKING_URI if set, else the SQLite store at an absolute path in the repo: the
-    workspace's, ``DVC_ROOT``, when DVC runs the stage (a queued experiment runs in a temporary
-    copy that DVC deletes afterwards, and points DVC_ROOT at the workspace it came from)."""
+    """MLFLOW_TRACKING_URI if set, else the SQLite store at an absolute path in the repo
+    (``store_root``)."""
     if os.environ.get("MLFLOW_TRACKING_URI"):
         return os.environ["MLFLOW_TRACKING_URI"]
-    if os.environ.get("DVC_ROOT"):
-        root = Path(os.environ["DVC_ROOT"])
-    root = root or repo_root()
-    return f"sqlite:///{(root / 'mlflow.db').resolve()}"
+    return f"sqlite:///{(store_root(root) / 'mlflow.db').resolve()}"
 
 
 def pending_dir(root: Path | None = None) -> Path:
@@ -293,7 +298,7 @@ def flush(root: Path | None = None) -> dict[str, str]:
             client = MlflowClient(tracking_uri=tracking_uri(root))
             experiment = client.get_experiment_by_name(EXPERIMENT)
             if experiment is None:
-                artifacts = (root / "mlartifacts").resolve().as_uri()
+                artifacts = (store_root(root) / "mlartifacts").resolve().as_uri()  # not in a temporary copy
                 experiment_id = client.create_experiment(EXPERIMENT, artifact_location=artifacts)
             else:
                 experiment_id = experiment.experiment_id

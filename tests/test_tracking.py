@@ -158,6 +158,25 @@ def test_dvc_root_names_the_store_of_a_stage_in_a_temporary_copy(tmp_path, monke
     assert tracking_uri(copy) == "sqlite:////elsewhere.db"
 
 
+
+def test_a_store_made_from_a_temporary_copy_keeps_its_artifacts_in_the_workspace(tmp_path, monkeypatch):
+    """A queued experiment's track stage runs in a copy that DVC deletes afterwards: the store is
+    the workspace's (DVC_ROOT), and so is the experiment's artifact location, which every later
+    run's artifacts go to."""
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    copy, workspace = tmp_path / "copy", tmp_path / "workspace"
+    copy.mkdir()
+    workspace.mkdir()
+    monkeypatch.setenv("DVC_ROOT", str(workspace))
+    (copy / "table.csv").write_text("a,b\n1,2\n")
+    with Tracker("aggregate", "aggregate", root=copy) as tracker:
+        tracker.log_artifacts(copy / "table.csv")
+    ids = flush(copy)
+    client = MlflowClient(tracking_uri=f"sqlite:///{workspace / 'mlflow.db'}")
+    assert client.get_experiment_by_name("seba").artifact_location == (workspace / "mlartifacts").resolve().as_uri()
+    assert client.get_run(ids[tracker.run_id]).info.artifact_uri.startswith((workspace / "mlartifacts").resolve().as_uri())
+    assert not (copy / "mlartifacts").exists() and list(workspace.glob("mlartifacts/*/artifacts/table.csv"))
+
 def test_stage_times_reads_the_records_where_mlflow_is_not(tmp_path, monkeypatch):
     """benchmarks/stage_times.py --records: a machine without MLflow keeps the records; the stage
     bodies come from them (the latest finished run of each stage instance, children not counted)."""
