@@ -6,7 +6,8 @@ metric histories, nested runs, start and end times, copies of its artifacts — 
 ``data/tracking/``. The ``track`` stage, last in ``dvc.yaml``, pushes the waiting records into the
 MLflow store with their own times (``flush``; also ``seba-track`` / ``python -m seba.tracking``).
 Every failure, writing a record or pushing it, is one warning: a stage always completes its DVC
-outputs, and a record that could not be pushed stays for the next ``track``.
+outputs, and a record that could not be pushed stays for the next ``track`` (a queued experiment's,
+made in a temporary copy that DVC deletes, waits in the workspace's ``data/tracking/``).
 """
 
 from __future__ import annotations
@@ -272,11 +273,33 @@ def _record_problem(record) -> str | None:
     return None
 
 
+def _wait(records: list[Path], root: Path) -> str:
+    """Where the records not pushed wait for the next push: where they are, or, in a queued
+    experiment's temporary copy (which DVC deletes afterwards), the workspace's spool (DVC_ROOT),
+    each record after its artifact copies and made visible there in one rename."""
+    home = store_root(root)
+    if home.resolve() == root.resolve():
+        return f"{PENDING_DIR}/"
+    target = pending_dir(home)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for path in records:
+            if path.with_suffix(".files").exists():
+                shutil.move(path.with_suffix(".files"), target / path.with_suffix(".files").name)
+            shutil.copy2(path, target / f".{path.name}.tmp")
+            os.replace(target / f".{path.name}.tmp", target / path.name)
+            path.unlink()
+    except OSError as exc:
+        return f"{PENDING_DIR}/ of this temporary copy, which DVC deletes (not moved to {target}: {_first_line(exc)})"
+    return f"{target}/"
+
+
 def flush(root: Path | None = None) -> dict[str, str]:
     """Push every waiting record into MLflow, oldest first; returns record run id -> MLflow run id.
 
     MLflow is imported only when there is something to push. One process at a time (a lock
-    file); a failure is a warning, and the records not pushed stay for the next call.
+    file); a failure is a warning, and the records not pushed stay for the next call (in a
+    temporary copy, the workspace's: ``_wait``).
     """
     root = root or repo_root()
     spool = pending_dir(root)
@@ -304,7 +327,7 @@ def flush(root: Path | None = None) -> dict[str, str]:
                 experiment_id = experiment.experiment_id
         except Exception as exc:  # MLflow raises many kinds; none may stop the pipeline
             log(f"WARNING: MLflow start failed ({_first_line(exc)}); {len(records)} stage record(s) wait in "
-                f"{PENDING_DIR}/ for the next `track` stage; the DVC outputs are unaffected")
+                f"{_wait(records, root)} for the next `track` stage; the DVC outputs are unaffected")
             return ids
         pushed = 0
         for n, path in enumerate(records):
@@ -326,7 +349,8 @@ def flush(root: Path | None = None) -> dict[str, str]:
                 ids.update(_push(client, experiment_id, record, spool))
             except Exception as exc:
                 log(f"WARNING: MLflow push of {path.name} failed ({_first_line(exc)}); {len(records) - n} stage "
-                    f"record(s) wait in {PENDING_DIR}/ for the next `track` stage; the DVC outputs are unaffected")
+                    f"record(s) wait in {_wait(records[n:], root)} for the next `track` stage; the DVC outputs are "
+                    f"unaffected")
                 return ids
             shutil.rmtree(path.with_suffix(".files"), ignore_errors=True)
             path.unlink()

@@ -177,6 +177,32 @@ def test_a_store_made_from_a_temporary_copy_keeps_its_artifacts_in_the_workspace
     assert client.get_run(ids[tracker.run_id]).info.artifact_uri.startswith((workspace / "mlartifacts").resolve().as_uri())
     assert not (copy / "mlartifacts").exists() and list(workspace.glob("mlartifacts/*/artifacts/table.csv"))
 
+
+def test_records_not_pushed_from_a_temporary_copy_wait_in_the_workspace(tmp_path, monkeypatch, capsys):
+    """A queued experiment's track stage that cannot push (the store locked by a parallel one,
+    say) leaves its records where the workspace's next push finds them, not in the copy that DVC
+    deletes."""
+    copy, workspace = tmp_path / "copy", tmp_path / "workspace"
+    copy.mkdir()
+    workspace.mkdir()
+    monkeypatch.setenv("DVC_ROOT", str(workspace))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:////proc/seba-no-such-dir/mlflow.db")
+    (copy / "table.csv").write_text("a,b\n1,2\n")
+    with Tracker("aggregate", "aggregate", root=copy) as tracker:
+        tracker.log_metrics({"rows": 3})
+        tracker.log_artifacts(copy / "table.csv")
+    assert flush(copy) == {}
+    assert f"1 stage record(s) wait in {workspace / PENDING_DIR}/" in capsys.readouterr().err
+    assert _records(copy) == [] and len(_records(workspace)) == 1
+    uri = f"sqlite:///{workspace / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.delenv("DVC_ROOT")
+    ids = flush(workspace)  # the workspace's next track stage
+    client = MlflowClient(tracking_uri=uri)
+    assert client.get_run(ids[tracker.run_id]).data.metrics["rows"] == 3
+    local = client.download_artifacts(ids[tracker.run_id], "table.csv", str(tmp_path / "download"))
+    assert Path(local).read_text() == "a,b\n1,2\n" and _records(workspace) == []
+
 def test_stage_times_reads_the_records_where_mlflow_is_not(tmp_path, monkeypatch):
     """benchmarks/stage_times.py --records: a machine without MLflow keeps the records; the stage
     bodies come from them (the latest finished run of each stage instance, children not counted)."""
