@@ -31,6 +31,8 @@ PENDING_DIR = paths.TRACKING  # the records waiting for the track stage (git-ign
 UNREADABLE = "unreadable"  # records that cannot be read, set aside in the spool so that the others go on
 _BATCH = 1000  # MLflow's limit of metrics per log_batch call
 _PARAMS_BATCH = 100  # and of params
+# DVC reruns `track` only when data/tracking changes, so a no-op `dvc repro` does not retry a push
+RETRY = "it runs when a stage writes a new record; `seba-track` pushes them now"
 
 
 def store_root(root: Path | None = None) -> Path:
@@ -327,7 +329,7 @@ def flush(root: Path | None = None) -> dict[str, str]:
                 experiment_id = experiment.experiment_id
         except Exception as exc:  # MLflow raises many kinds; none may stop the pipeline
             log(f"WARNING: MLflow start failed ({_first_line(exc)}); {len(records)} stage record(s) wait in "
-                f"{_wait(records, root)} for the next `track` stage; the DVC outputs are unaffected")
+                f"{_wait(records, root)} for the next `track` stage ({RETRY}); the DVC outputs are unaffected")
             return ids
         pushed = 0
         for n, path in enumerate(records):
@@ -349,8 +351,8 @@ def flush(root: Path | None = None) -> dict[str, str]:
                 ids.update(_push(client, experiment_id, record, spool))
             except Exception as exc:
                 log(f"WARNING: MLflow push of {path.name} failed ({_first_line(exc)}); {len(records) - n} stage "
-                    f"record(s) wait in {_wait(records[n:], root)} for the next `track` stage; the DVC outputs are "
-                    f"unaffected")
+                    f"record(s) wait in {_wait(records[n:], root)} for the next `track` stage ({RETRY}); the DVC "
+                    f"outputs are unaffected")
                 return ids
             shutil.rmtree(path.with_suffix(".files"), ignore_errors=True)
             path.unlink()
