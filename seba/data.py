@@ -1088,6 +1088,14 @@ def make_split(y: np.ndarray, seed: int, test_fraction: float, val_fraction: flo
     check_split_sizes(y, test_fraction, val_fraction, dataset, classes)
     index = np.arange(len(y))
     train_val, test = train_test_split(index, test_size=test_fraction, stratify=y, random_state=seed)
+    left = np.bincount(y[train_val], minlength=len(np.bincount(y)))
+    if (left == 1).any():  # the stratified validation split needs 2 rows of every class it sees
+        c = int(np.flatnonzero(left == 1)[0])
+        name = classes[c] if classes is not None else c
+        where = f"dataset '{dataset}'" if dataset else "the dataset"
+        raise ConfigError(f"params.yaml: 'split.test_fraction' = {test_fraction} leaves class '{name}' of {where} 1 of "
+                          f"its {int(np.sum(y == c))} rows outside the test part (seed {seed}), which the stratified "
+                          f"train / validation split cannot divide; lower split.test_fraction, or merge or drop the class")
     train, val = train_test_split(train_val, test_size=val_fraction, stratify=y[train_val],
                                   random_state=seed)
     return Split(seed=seed, train=np.sort(train), val=np.sort(val), test=np.sort(test))

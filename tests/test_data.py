@@ -270,3 +270,14 @@ def test_normalise_false_keeps_raw_numbers_and_imputes_the_train_mean(snapshot_d
 def test_a_missing_encoded_table_names_the_stage_that_writes_it(tmp_path):
     with pytest.raises(DataError, match=r"nope.npz does not exist: the preprocess stage writes it \(`dvc repro preprocess@nope`"):
         EncodedTable.load(tmp_path / "processed" / "nope.npz")
+
+
+def test_a_test_fraction_that_leaves_one_train_row_of_a_class_is_a_named_error():
+    """A class of 3 rows at split.test_fraction 0.5 keeps 1 row outside the test part, which the
+    stratified validation split cannot divide: a ConfigError naming the key, the class and the
+    dataset (not sklearn's ValueError), as seba-validate and the split stage report it."""
+    y = np.array([0] * 100 + [1] * 3)
+    with pytest.raises(ConfigError, match=r"'split.test_fraction' = 0.5 leaves class 'rare' of dataset 't' 1 of its "
+                                          r"3 rows outside the test part \(seed 0\)"):
+        make_split(y, 0, 0.5, 0.1, "t", ["common", "rare"])
+    make_split(y, 0, 1 / 6, 0.1, "t", ["common", "rare"])  # the default leaves it 2 or more
