@@ -203,10 +203,16 @@ def fetch_table(name: str, openml_id: int | None, source: str, root: Path, retri
                 raise DataError(f"dataset '{name}': OpenML id {openml_id} could not be fetched "
                                 f"({reason}); set fetch.source: snapshot to use the offline copy") from None
             log(f"[fetch {name}] OpenML unreachable ({reason}); using the offline snapshot")
-            frame, info = load_snapshot(openml_id, snapshot_dir)
+            try:
+                frame, info = load_snapshot(openml_id, snapshot_dir)
+            except DataError as exc:
+                raise DataError(f"dataset '{name}': OpenML could not be reached ({reason}), and {exc}") from None
             info["openml_error"] = reason
     else:
-        frame, info = load_snapshot(openml_id, snapshot_dir)
+        try:
+            frame, info = load_snapshot(openml_id, snapshot_dir)
+        except DataError as exc:
+            raise DataError(f"dataset '{name}': {exc}") from None
     return _describe(name, frame, info, openml_id)
 
 

@@ -281,3 +281,22 @@ def test_a_test_fraction_that_leaves_one_train_row_of_a_class_is_a_named_error()
                                           r"3 rows outside the test part \(seed 0\)"):
         make_split(y, 0, 0.5, 0.1, "t", ["common", "rare"])
     make_split(y, 0, 1 / 6, 0.1, "t", ["common", "rare"])  # the default leaves it 2 or more
+
+
+def test_a_table_openml_alone_has_names_the_dataset_and_why_openml_failed(tmp_path, snapshot_dir, monkeypatch):
+    """Offline, a table that is not in the snapshot (Devnagari) stops fetch with an error that names
+    the dataset and the reason OpenML failed, not only an OpenML id."""
+    import openml
+
+    shutil.copytree(snapshot_dir, tmp_path / "data" / "snapshot")
+
+    def unreachable(*args, **kwargs):
+        raise ConnectionError("simulated: name resolution failed")
+
+    monkeypatch.setattr(openml.datasets, "get_dataset", unreachable)
+    with pytest.raises(DataError, match=r"^dataset 'devnagari': OpenML could not be reached \(ConnectionError: "
+                                        r"simulated: name resolution failed\), and OpenML id 40923 is not in the "
+                                        r"offline snapshot"):
+        fetch_table("devnagari", 40923, "auto", tmp_path)
+    with pytest.raises(DataError, match=r"^dataset 'devnagari': OpenML id 40923 is not in the offline snapshot"):
+        fetch_table("devnagari", 40923, "snapshot", tmp_path)
