@@ -174,6 +174,11 @@ def load_openml(openml_id: int, cache_dir: Path, retries: int) -> tuple[pd.DataF
             frame[column] = frame[column].astype("category")
         else:
             frame[column] = frame[column].astype("float64")
+    if LABEL in frame.columns:  # a feature called like the label column: a free name, as for a local table
+        free = next(n for n in (f"{LABEL}_feature", *(f"{LABEL}_feature_{i}" for i in range(2, frame.shape[1] + 2)))
+                    if n not in frame.columns)
+        frame = frame.rename(columns={LABEL: free})
+        log(f"[fetch] OpenML {openml_id}: feature column '{LABEL}' renamed to '{free}'")
     frame[LABEL] = pd.Series(target, index=frame.index).astype("category")
     info = {"source": "openml", "openml_name": dataset.name,
             "openml_version": int(getattr(dataset, "version", 0) or 0),

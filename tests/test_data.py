@@ -300,3 +300,25 @@ def test_a_table_openml_alone_has_names_the_dataset_and_why_openml_failed(tmp_pa
         fetch_table("devnagari", 40923, "auto", tmp_path)
     with pytest.raises(DataError, match=r"^dataset 'devnagari': OpenML id 40923 is not in the offline snapshot"):
         fetch_table("devnagari", 40923, "snapshot", tmp_path)
+
+
+def test_an_openml_feature_called_class_is_kept_beside_the_label(tmp_path, monkeypatch):
+    """An OpenML table whose target is another column but which has a feature named 'class' (the
+    pipeline's label column): the feature is renamed, as a local table's is, not overwritten by
+    the label."""
+    import openml
+
+    features = pd.DataFrame({"class": np.arange(6.0) + 5, "x": np.arange(6.0), "y": pd.Categorical(list("ababab"))})
+
+    class Fake:
+        name, version, default_target_attribute = "fake", 1, "kind"
+
+        def get_data(self, target, dataset_format):
+            assert target == "kind"
+            return features, pd.Series(list("pqpqpq"), name="kind"), [False, False, True], list(features.columns)
+
+    monkeypatch.setattr(openml.datasets, "get_dataset", lambda *a, **k: Fake())
+    frame, info = fetch_table("fake", 1, "openml", tmp_path)
+    assert list(frame.columns) == ["class_feature", "x", "y", "class"]
+    assert frame["class_feature"].tolist() == [5.0, 6.0, 7.0, 8.0, 9.0, 10.0]
+    assert frame["class"].tolist() == list("pqpqpq") and info["features"] == 3
