@@ -849,7 +849,8 @@ def encode_table(frame: pd.DataFrame, notes: dict | None = None) -> EncodedTable
 def scale(table: EncodedTable, train_idx: np.ndarray, normalise: bool = True) -> np.ndarray:
     """Standardise numeric columns with statistics of ``train_idx`` only; NaN -> 0 (train mean).
 
-    One-hot columns are left as they are. Constant numeric columns are centred, not divided.
+    One-hot columns are left as they are. Constant numeric columns are centred, not divided; a
+    numeric column with no finite train value is 0 in every row (the train mean, as a missing value).
     The result is always finite: a column whose float32 statistics are not (an infinite value,
     or magnitudes whose squares overflow float32) is standardised in float64 over its finite
     values, and its infinite values count as missing.
@@ -871,7 +872,8 @@ def _standardise_general(X: np.ndarray, table: EncodedTable, train_idx: np.ndarr
     if table.numeric.any():
         cols = np.nonzero(table.numeric)[0]
         train = X[np.ix_(train_idx, cols)]
-        with np.errstate(invalid="ignore", over="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a column without a train value: handled below
             mean = np.nanmean(train, axis=0) if len(train) else np.zeros(len(cols))
             std = np.nanstd(train, axis=0) if len(train) else np.ones(len(cols))
             wide = np.isinf(train).any(0) | (np.isfinite(train).any(0) & ~(np.isfinite(mean) & np.isfinite(std)))
@@ -881,6 +883,7 @@ def _standardise_general(X: np.ndarray, table: EncodedTable, train_idx: np.ndarr
             X[:, cols] = (X[:, cols] - mean) / std
         for j in cols[wide]:
             X[:, j] = _standardise_wide(table.X[:, j], train_idx)
+        X[:, cols[~np.isfinite(train).any(0)]] = 0.0  # no train statistics: every row at the (unknown) train mean
     return np.nan_to_num(X, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
 
 

@@ -322,3 +322,15 @@ def test_an_openml_feature_called_class_is_kept_beside_the_label(tmp_path, monke
     assert list(frame.columns) == ["class_feature", "x", "y", "class"]
     assert frame["class_feature"].tolist() == [5.0, 6.0, 7.0, 8.0, 9.0, 10.0]
     assert frame["class"].tolist() == list("pqpqpq") and info["features"] == 3
+
+
+def test_a_numeric_column_without_a_train_value_is_the_train_mean_everywhere():
+    """A numeric column whose training rows are all missing (or infinite) has no statistics: its
+    values in the other rows are not passed on unscaled (5000 into an encoder that never saw the
+    column) but are 0, as a missing value is."""
+    frame = pd.DataFrame({"a": [np.nan] * 4 + [5000.0, 7000.0], "w": [np.inf] * 4 + [3.0, 4.0],
+                          "b": np.arange(6.0), "class": pd.Categorical(list("pqpqpq"))})
+    table = encode_table(frame)
+    X = scale(table, np.arange(4))
+    assert np.isfinite(X).all() and (X[:, :2] == 0).all()
+    np.testing.assert_allclose(X[:4, 2].mean(), 0, atol=1e-6)  # a column with train values: standardised
