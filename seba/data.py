@@ -218,6 +218,12 @@ def fetch_table(name: str, openml_id: int | None, source: str, root: Path, retri
             frame, info = load_snapshot(openml_id, snapshot_dir)
         except DataError as exc:
             raise DataError(f"dataset '{name}': {exc}") from None
+    unlabeled = int(frame[LABEL].isna().sum()) if LABEL in frame.columns else 0
+    if unlabeled:  # as for a local table: counted in the fetch record and the schema report
+        frame = frame[frame[LABEL].notna()].reset_index(drop=True)
+        frame.attrs[SCHEMA_ATTR] = json.dumps({"rows_without_target": unlabeled})
+        info["dropped_rows"] = unlabeled
+        log(f"[fetch {name}] dropped {unlabeled} rows without a target")
     return _describe(name, frame, info, openml_id)
 
 

@@ -334,3 +334,25 @@ def test_a_numeric_column_without_a_train_value_is_the_train_mean_everywhere():
     X = scale(table, np.arange(4))
     assert np.isfinite(X).all() and (X[:, :2] == 0).all()
     np.testing.assert_allclose(X[:4, 2].mean(), 0, atol=1e-6)  # a column with train values: standardised
+
+
+def test_openml_rows_without_a_target_are_dropped_by_fetch_and_counted(tmp_path, monkeypatch):
+    """Rows of an OpenML table whose label is missing cannot be scored: fetch drops them with a
+    count (its record, the schema report), as for a local table, not encode_table silently."""
+    import openml
+
+    features = pd.DataFrame({"x": np.arange(8.0), "z": np.arange(8.0) ** 2})
+
+    class Fake:
+        name, version, default_target_attribute = "fake", 1, "kind"
+
+        def get_data(self, target, dataset_format):
+            return features, pd.Series(["p", "q", None, "p", "q", "p", "q", None]), [False, False], ["x", "z"]
+
+    monkeypatch.setattr(openml.datasets, "get_dataset", lambda *a, **k: Fake())
+    frame, info = fetch_table("fake", 1, "openml", tmp_path)
+    assert info["rows"] == 6 and info["dropped_rows"] == 2 and frame["x"].tolist() == [0, 1, 3, 4, 5, 6]
+    frame.to_parquet(tmp_path / "raw.parquet")
+    raw = pd.read_parquet(tmp_path / "raw.parquet")
+    table = encode_table(raw)
+    assert schema_report("fake", raw, table, {})["summary"]["rows_without_target"] == 2
