@@ -73,18 +73,81 @@ def select_device(name: str = "auto", key: str = "pretrain.device"):
 
 
 def available_bytes(device) -> int:
-    """Free memory on ``device``: the GPU's free memory, or the machine's available memory."""
+    """Free memory on ``device``: the GPU's free memory, or the machine's available memory
+    (``MemAvailable``), lowered to what this process's cgroup limit leaves (a container's
+    ``--memory``, a SLURM job's allocation: ``cgroup_free_bytes``)."""
     if device.type == "cuda":
         import torch
 
         return int(torch.cuda.mem_get_info(device)[0])
+    free = None
     try:
         for line in open("/proc/meminfo"):
             if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
+                free = int(line.split()[1]) * 1024
+                break
     except OSError:
         pass
-    return 8 << 30
+    limited = cgroup_free_bytes()
+    if limited is not None:
+        free = limited if free is None else min(free, limited)
+    return 8 << 30 if free is None else free
+
+
+_UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as a page-rounded 2**63 - 1
+
+
+def cgroup_free_bytes(proc_cgroup: str = "/proc/self/cgroup", mount: str = "/sys/fs/cgroup") -> int | None:
+    """The memory this process's cgroup and its ancestors leave free, the least over those with a
+    limit: limit - usage + the inactive page cache (reclaimable, as ``MemAvailable`` counts it);
+    cgroup v2 (``memory.max``) or v1 (``memory/memory.limit_in_bytes``). None without a limit or
+    where the files cannot be read."""
+    try:
+        lines = Path(proc_cgroup).read_text().splitlines()
+    except OSError:
+        return None
+    v2, v1 = None, None
+    for line in lines:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if controllers == "":
+            v2 = path
+        elif "memory" in controllers.split(","):
+            v1 = path
+    if v1 is not None:
+        base, limit_file, usage_file, cache_key = Path(mount) / "memory", "memory.limit_in_bytes", \
+            "memory.usage_in_bytes", "total_inactive_file"
+        own = v1
+    elif v2 is not None:
+        base, limit_file, usage_file, cache_key = Path(mount), "memory.max", "memory.current", "inactive_file"
+        own = v2
+    else:
+        return None
+    # the process's own folder and its ancestors up to the mount (in a container whose cgroup
+    # namespace hides the path, the mount itself is the process's cgroup)
+    folder = base / own.strip("/")
+    folders = [folder, *folder.parents] if folder.is_dir() else [base]
+    least = None
+    for where in folders:
+        if not str(where).startswith(str(base)):
+            break
+        try:
+            limit_text = (where / limit_file).read_text().strip()
+            usage = int((where / usage_file).read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if limit_text == "max" or not limit_text.isdigit() or int(limit_text) >= _UNLIMITED:
+            continue
+        cache = 0
+        try:
+            for line in (where / "memory.stat").read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == cache_key:
+                    cache = int(value)
+        except (OSError, ValueError):
+            pass
+        free = max(0, int(limit_text) - usage + cache)
+        least = free if least is None else min(least, free)
+    return least
 
 
 def native_bf16(device) -> bool:

@@ -1,8 +1,10 @@
 import sys
 
 import pytest
+import torch
 
-from seba.runtime import atomic_path, derive_seed, format_seconds, repo_root
+from seba import runtime
+from seba.runtime import atomic_path, cgroup_free_bytes, derive_seed, format_seconds, repo_root
 
 
 def test_atomic_path_never_leaves_a_half_written_file(tmp_path):
@@ -66,3 +68,45 @@ def test_lazy_module_missing_names_the_module():
     with pytest.raises(ModuleNotFoundError, match="no_such_module_for_seba"):
         lazy_module("no_such_module_for_seba")
     assert "no_such_module_for_seba" not in sys.modules
+
+
+def _cgroup_files(folder, **files):
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name.replace("_", ".", 1)).write_text(text)
+
+
+def test_cgroup_v2_limit_of_an_ancestor_lowers_the_free_memory(tmp_path, monkeypatch):
+    mount = tmp_path / "cg"
+    _cgroup_files(mount / "job", memory_max="max", memory_current="100", memory_stat="anon 1\n")
+    _cgroup_files(mount / "job" / "step", memory_max="1000000", memory_current="600000",
+                  memory_stat="anon 5\ninactive_file 100000\n")
+    _cgroup_files(mount, memory_max="3000", memory_current="10")  # the mount itself: not an ancestor here
+    proc = tmp_path / "cgroup"
+    proc.write_text("0::/job/step\n")
+    # limit - usage + the reclaimable cache; the mount's own files count too (it is the root's folder)
+    assert cgroup_free_bytes(str(proc), str(mount)) == 2990
+    (mount / "memory.max").write_text("max")
+    assert cgroup_free_bytes(str(proc), str(mount)) == 1000000 - 600000 + 100000
+    (mount / "job" / "step" / "memory.max").write_text("max")
+    assert cgroup_free_bytes(str(proc), str(mount)) is None  # no limit anywhere
+    assert cgroup_free_bytes(str(tmp_path / "absent"), str(mount)) is None
+
+    # the machine's MemAvailable is lowered to the cgroup's, never raised
+    monkeypatch.setattr(runtime, "cgroup_free_bytes", lambda: 1 << 20)
+    assert runtime.available_bytes(torch.device("cpu")) == 1 << 20
+    monkeypatch.setattr(runtime, "cgroup_free_bytes", lambda: 1 << 62)
+    assert runtime.available_bytes(torch.device("cpu")) < 1 << 62
+
+
+def test_cgroup_v1_memory_controller_and_a_hidden_path(tmp_path):
+    mount = tmp_path / "cg"
+    memory = mount / "memory"
+    _cgroup_files(memory, memory_limit_in_bytes=str(2 << 30), memory_usage_in_bytes=str(1 << 30),
+                  memory_stat=f"cache 5\ntotal_inactive_file {1 << 20}\n")
+    proc = tmp_path / "cgroup"
+    # a container's namespace shows a path that is not under the mount: the mount is its cgroup
+    proc.write_text("4:memory:/docker/abc\n3:cpu:/\n0::/\n")
+    assert cgroup_free_bytes(str(proc), str(mount)) == (1 << 30) + (1 << 20)
+    (memory / "memory.limit_in_bytes").write_text("9223372036854771712")  # v1's "no limit"
+    assert cgroup_free_bytes(str(proc), str(mount)) is None
