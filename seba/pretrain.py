@@ -603,21 +603,30 @@ def pretrain_many(stacks: list[dict], workers: int, threads: int) -> Iterator[li
     """``pretrain_stack(**stack)`` for every stack, yielded in order, each with ``threads`` torch
     threads (a stack's results depend only on its own arguments and the thread count, which on a
     CPU changes the float rounding). With ``workers`` > 1 the stacks run in that many spawned
-    processes; otherwise here (as a resumed stage's one stack left, planned for more workers)."""
+    processes; otherwise here (as a resumed stage's one stack left, planned for more workers).
+
+    When a stack fails (or the caller stops early, e.g. a seed found collapsed), the stacks still
+    training are ended at once, not waited for: their seeds would be thrown away with the
+    failure."""
     if workers <= 1 or len(stacks) <= 1:
         for stack in stacks:
             yield _train_here(threads, stack)
         return
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = [pool.submit(_train_in_worker, threads, stack) for stack in stacks]
-        try:
-            for future in futures:
-                yield future.result()
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    futures = [pool.submit(_train_in_worker, threads, stack) for stack in stacks]
+    try:
+        for future in futures:
+            yield future.result()
+    except BaseException:
+        processes = list((pool._processes or {}).values())  # (ProcessPoolExecutor has no public kill)
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.kill()
+        for process in processes:
+            process.join()
+        raise
+    pool.shutdown()
 
 
 def shared_table(members: list[SeedData]) -> EncodedTable | None:

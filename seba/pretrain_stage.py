@@ -222,14 +222,20 @@ def train(run: PretrainRun, tracker) -> None:
                    job["cfg"], job["label"], ref) for job in run.jobs]
         stacks = run.executor.map(train_chunk, pieces, [job["label"] for job in run.jobs], run.gpus_per_task)
     fresh, to_train = arrivals(stacks), len(run.seeds) - len(run.resumed)
-    for i, data in enumerate(run.seeds):
-        if i in run.resumed:
-            record(run, data, run.resumed[i], tracker, None, progress_of=None)  # kept
-            continue
-        result, placement, trained, arrived = next(fresh)
-        if trained < to_train:  # stacks are still training: keep this seed for a rerun (the last
-            keep_for_resume(run, i, result)  # stack's seeds are only recorded, as they would be then)
-        record(run, data, result, tracker, placement, progress_of=(trained, to_train, arrived, len(run.jobs), run.workers))
+    try:
+        for i, data in enumerate(run.seeds):
+            if i in run.resumed:
+                record(run, data, run.resumed[i], tracker, None, progress_of=None)  # kept
+                continue
+            result, placement, trained, arrived = next(fresh)
+            if trained < to_train:  # stacks are still training: keep this seed for a rerun (the last
+                keep_for_resume(run, i, result)  # stack's seeds are only recorded, as they would be then)
+            record(run, data, result, tracker, placement,
+                   progress_of=(trained, to_train, arrived, len(run.jobs), run.workers))
+    finally:  # a seed that fails its check ends the stacks still training (not waited for at exit)
+        fresh.close()
+        if hasattr(stacks, "close"):
+            stacks.close()
     tracker.log_metrics({"seconds": round(time.perf_counter() - run.start, 3)})
 
 

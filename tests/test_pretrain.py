@@ -153,6 +153,52 @@ def test_stacks_trained_in_this_process_use_the_planned_threads(monkeypatch):
         torch.set_num_threads(before)
 
 
+def _pool_workers() -> list:
+    import psutil
+
+    return [p for p in psutil.Process().children(recursive=True)
+            if "spawn_main" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_a_failing_stack_ends_the_stacks_still_training_at_once():
+    """Two workers: the first stack diverges in its first epoch while the second would train for
+    hours (10 million epochs). The failure surfaces at once and the second worker is ended (its
+    seeds would be thrown away with the failure); it used to be waited for, the error shown only
+    after it. A 15-minute alarm turns that old wait into a failure instead of a hang (no timing is
+    asserted: the fixed code takes seconds)."""
+    import signal
+
+    import pytest
+
+    from seba.errors import TrainingDiverged
+    from seba.pretrain import SeedData, pretrain_many
+
+    def waited(*_):
+        raise AssertionError("pretrain_many waited for the stack still training after another failed")
+
+    X, groups = toy_table()
+    cpu = torch.device("cpu")
+    endless = small_cfg(max_epochs=10_000_000, patience=10_000_000)
+    stacks = [{"members": [SeedData(X[:250], X[250:], 0, "[seed 0]")], "groups": groups, "ratio": 0.3,
+               "cfg": small_cfg(lr=1e30, max_epochs=5), "device": cpu},
+              {"members": [SeedData(X[:250], X[250:], 1, "[seed 1]")], "groups": groups, "ratio": 0.3,
+               "cfg": endless, "device": cpu}]
+    before = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(900)
+    try:
+        with pytest.raises(TrainingDiverged, match=r"\[seed 0\]: loss is not finite"):
+            list(pretrain_many(stacks, workers=2, threads=1))
+        assert not _pool_workers()
+        # a caller that stops early (a seed found collapsed) ends the other stacks too
+        run = pretrain_many([{**stacks[1], "cfg": small_cfg(max_epochs=2)}, stacks[1]], workers=2, threads=1)
+        next(run)
+        run.close()
+        assert not _pool_workers()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
+
+
 def test_the_random_ratio_draws_each_views_size_from_its_range_and_trains():
     from seba.objective import masked_group_count
     from seba.pretrain import _Member, SeedData
