@@ -25,6 +25,7 @@ import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -34,7 +35,7 @@ import torch
 from seba import paths
 from seba.config import PretrainConfig
 from seba.data import EncodedTable, reading, scale
-from seba.errors import ConfigError, DataError, TrainingDiverged
+from seba.errors import ConfigError, DataError, ExecutorError, TrainingDiverged
 from seba.paths import RANDOM_RATIO
 from seba.ft_transformer import FTTransformer, StackedFTTransformer, ffn_hidden
 from seba.model import Encoder, Projector, StackedEncoder, StackedProjector, select_members
@@ -607,7 +608,8 @@ def pretrain_many(stacks: list[dict], workers: int, threads: int) -> Iterator[li
 
     When a stack fails (or the caller stops early, e.g. a seed found collapsed), the stacks still
     training are ended at once, not waited for: their seeds would be thrown away with the
-    failure."""
+    failure. A worker process that dies (killed, out of memory) breaks the pool: an ExecutorError
+    naming the stage and the seeds that did not finish."""
     if workers <= 1 or len(stacks) <= 1:
         for stack in stacks:
             yield _train_here(threads, stack)
@@ -616,8 +618,16 @@ def pretrain_many(stacks: list[dict], workers: int, threads: int) -> Iterator[li
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
     futures = [pool.submit(_train_in_worker, threads, stack) for stack in stacks]
     try:
-        for future in futures:
-            yield future.result()
+        for future, stack in zip(futures, stacks):
+            try:
+                result = future.result()
+            except BrokenProcessPool:  # the pool's every unfinished stack fails: name their seeds
+                seeds = ", ".join(str(m.seed) for f, s in zip(futures, stacks) if not (f.done() and not f.exception())
+                                  for m in s["members"])
+                raise ExecutorError(f"{stack.get('label') or '[pretrain]'}: a worker process ended abruptly (killed, "
+                                    f"or out of memory: lower pretrain.workers, pretrain.stack_size or "
+                                    f"pretrain.batch_size); seeds {seeds} did not finish training") from None
+            yield result
     except BaseException:
         processes = list((pool._processes or {}).values())  # (ProcessPoolExecutor has no public kill)
         pool.shutdown(wait=False, cancel_futures=True)

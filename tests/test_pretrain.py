@@ -199,6 +199,36 @@ def test_a_failing_stack_ends_the_stacks_still_training_at_once():
         signal.signal(signal.SIGALRM, before)
 
 
+def test_a_killed_worker_process_is_an_executor_error_naming_the_seeds():
+    """A worker process killed mid-training (the OOM killer) broke the pool with the pool's own
+    traceback, naming neither the stage nor its seeds."""
+    import threading
+    import time
+
+    import pytest
+
+    from seba.errors import ExecutorError
+    from seba.pretrain import SeedData, pretrain_many
+
+    X, groups = toy_table()
+    slow = small_cfg(max_epochs=30_000, patience=30_000)
+    stacks = [{"members": [SeedData(X[:250], X[250:], seed)], "groups": groups, "ratio": 0.3, "cfg": slow,
+               "device": torch.device("cpu"), "label": f"[pretrain toy r=0.3 stack {seed + 1}/2]"} for seed in (0, 1)]
+
+    def kill_one():
+        deadline = time.time() + 60
+        while len(_pool_workers()) < 2 and time.time() < deadline:
+            time.sleep(0.2)
+        for worker in _pool_workers():
+            worker.kill()
+
+    threading.Thread(target=kill_one, daemon=True).start()
+    with pytest.raises(ExecutorError, match=r"\[pretrain toy r=0.3 stack \d/2\]: a worker process ended abruptly "
+                                            r"\(killed, or out of memory: lower pretrain.workers.*\); seeds 0, 1 did not finish"):
+        list(pretrain_many(stacks, workers=2, threads=1))
+    assert not _pool_workers()
+
+
 def test_the_random_ratio_draws_each_views_size_from_its_range_and_trains():
     from seba.objective import masked_group_count
     from seba.pretrain import _Member, SeedData
