@@ -15,9 +15,9 @@ The worker serves one version of the code: its socket's name derives from the in
 the size and time of every file of the ``seba`` package, so after an edit the stages start a
 new worker (the old one ends when idle). It serves one process context too: what a process
 passes on to its children and files beyond its environment (umask, resource limits, nice value,
-cgroup; ``process_context``) is in the socket's name, and a worker runs a stage only when the
+cgroup, CPU affinity, scheduling policy, I/O priority, OOM score adjustment; ``process_context``) is in the socket's name, and a worker runs a stage only when the
 stage process's context is its own (else the stage runs itself), so a `ulimit -f`, `umask 077` or
-memory-capped cgroup of a `dvc repro` applies to its stages as to stages run alone. It ends after ``IDLE_SECONDS`` without a request.
+memory-capped cgroup (or a ``taskset``, ``ionice``) of a `dvc repro` applies to its stages as to stages run alone. It ends after ``IDLE_SECONDS`` without a request.
 ``SEBA_WORKER=0`` turns it off (every stage imports for itself).
 """
 
@@ -63,19 +63,37 @@ def code_key(context: list | None = None) -> str:
 
 def process_context() -> list:
     """What a forked child inherits from its parent and would not get from the stage process's
-    request: the file-creation mask, every resource limit, the nice value and the cgroup (a
-    process's own, read where it is single-threaded: reading the umask means setting it)."""
+    request: the file-creation mask, every resource limit, the nice value, the cgroup, the CPU
+    affinity (``taskset``), the scheduling policy (``chrt``), the I/O priority (``ionice``) and the
+    OOM score adjustment (a process's own, read where it is single-threaded: reading the umask
+    means setting it)."""
     import resource
 
     mask = os.umask(0o022)
     os.umask(mask)
     limits = {name: list(resource.getrlimit(getattr(resource, name)))
               for name in sorted(dir(resource)) if name.startswith("RLIMIT_")}
+    proc = Path("/proc/self")
+    cgroup, oom = (_read(proc / name) for name in ("cgroup", "oom_score_adj"))
+    scheduling = [sorted(os.sched_getaffinity(0)), os.sched_getscheduler(0)] if hasattr(os, "sched_getaffinity") else []
+    return [mask, limits, os.nice(0), cgroup, scheduling, _ionice(), oom]
+
+
+def _read(path: Path) -> str:
     try:
-        cgroup = Path("/proc/self/cgroup").read_text()
+        return path.read_text()
     except OSError:
-        cgroup = ""
-    return [mask, limits, os.nice(0), cgroup]
+        return ""
+
+
+def _ionice() -> list:
+    """This process's I/O scheduling class and level (``ionice``; empty where it cannot be read)."""
+    try:
+        import psutil
+
+        return [int(v) for v in psutil.Process().ionice()]
+    except (ImportError, AttributeError, OSError, ValueError):
+        return []
 
 
 def socket_path(key: str | None = None, context: list | None = None) -> Path:

@@ -79,20 +79,33 @@ def test_a_delegated_stage_runs_as_it_would_alone(stage):
     assert pooled.returncode == 0 and "pool [1, 4, 9]" in pooled.stdout, pooled
 
 
-def _limited(fsize=None, umask=None):
+def _limited(fsize=None, umask=None, cpus=None, ionice=None, batch=False, oom=None):
     def apply():
         if fsize is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
         if umask is not None:
             os.umask(umask)
+        if cpus is not None:  # taskset
+            os.sched_setaffinity(0, cpus)
+        if ionice is not None:  # ionice -c 3
+            psutil.Process().ionice(ionice)
+        if batch:  # chrt -b 0
+            os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+        if oom is not None:
+            Path("/proc/self/oom_score_adj").write_text(str(oom))
     return apply
 
 
-@pytest.mark.parametrize("limit", [{"fsize": 800 * 1024}, {"umask": 0o077}])
+@pytest.mark.parametrize("limit", [{"fsize": 800 * 1024}, {"umask": 0o077}, {"cpus": {0}},
+                                   {"ionice": psutil.IOPRIO_CLASS_IDLE}, {"batch": True}, {"oom": 500}])
 def test_a_stage_in_another_process_context_runs_itself(stage, limit):
     """A worker started without a `ulimit -f` (or with another umask) would write a stage's files
     past that limit (or with other modes): such a stage runs itself, with its own limit, and the
-    worker of its own context is another socket."""
+    worker of its own context is another socket. So too a `taskset`, `ionice`, `chrt` or OOM
+    score of the stage process (a stage served by the worker ran on all its CPUs, at its
+    priorities)."""
+    if limit.get("cpus") and len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: no other affinity to give")
     tmp_path, env = stage
     run(tmp_path, env, "0")
     wait_for_worker(tmp_path / "w.sock")
