@@ -15,7 +15,8 @@ The worker serves one version of the code: its socket's name derives from the in
 the size and time of every file of the ``seba`` package, so after an edit the stages start a
 new worker (the old one ends when idle). It serves one process context too: what a process
 passes on to its children and files beyond its environment (umask, resource limits, nice value,
-cgroup, CPU affinity, scheduling policy, I/O priority, OOM score adjustment; ``process_context``) is in the socket's name, and a worker runs a stage only when the
+cgroup, CPU affinity, scheduling policy, I/O priority, OOM score adjustment, and the environment
+variables read only at start-up, such as ``OMP_NUM_THREADS``; ``process_context``) is in the socket's name, and a worker runs a stage only when the
 stage process's context is its own (else the stage runs itself), so a `ulimit -f`, `umask 077` or
 memory-capped cgroup (or a ``taskset``, ``ionice``) of a `dvc repro` applies to its stages as to stages run alone. It ends after ``IDLE_SECONDS`` without a request.
 ``SEBA_WORKER=0`` turns it off (every stage imports for itself).
@@ -64,9 +65,10 @@ def code_key(context: list | None = None) -> str:
 def process_context() -> list:
     """What a forked child inherits from its parent and would not get from the stage process's
     request: the file-creation mask, every resource limit, the nice value, the cgroup, the CPU
-    affinity (``taskset``), the scheduling policy (``chrt``), the I/O priority (``ionice``) and the
-    OOM score adjustment (a process's own, read where it is single-threaded: reading the umask
-    means setting it)."""
+    affinity (``taskset``), the scheduling policy (``chrt``), the I/O priority (``ionice``), the
+    OOM score adjustment, and the environment variables read only at start-up
+    (``STARTUP_VARIABLES``: thread counts, the hash seed) (a process's own, read where it is
+    single-threaded: reading the umask means setting it)."""
     import resource
 
     mask = os.umask(0o022)
@@ -76,7 +78,14 @@ def process_context() -> list:
     proc = Path("/proc/self")
     cgroup, oom = (_read(proc / name) for name in ("cgroup", "oom_score_adj"))
     scheduling = [sorted(os.sched_getaffinity(0)), os.sched_getscheduler(0)] if hasattr(os, "sched_getaffinity") else []
-    return [mask, limits, os.nice(0), cgroup, scheduling, _ionice(), oom]
+    startup = {name: os.environ.get(name) for name in STARTUP_VARIABLES}
+    return [mask, limits, os.nice(0), cgroup, scheduling, _ionice(), oom, startup]
+
+
+# read once, when the interpreter or a preloaded library starts: a child forked from the worker
+# keeps the worker's values whatever its own environment says (e.g. OpenBLAS's thread count)
+STARTUP_VARIABLES = ("PYTHONHASHSEED", "PYTHONPATH", "PYTHONWARNINGS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                     "MKL_NUM_THREADS", "GOTO_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 
 
 def _read(path: Path) -> str:

@@ -119,6 +119,21 @@ def test_a_stage_in_another_process_context_runs_itself(stage, limit):
     assert keys.stdout.strip() != code_key()
 
 
+@pytest.mark.parametrize("variable", ["OMP_NUM_THREADS", "PYTHONHASHSEED"])
+def test_a_stage_with_other_start_up_variables_runs_itself(stage, variable):
+    """OpenBLAS reads its thread count, and the interpreter its hash seed, once at start: a child
+    forked from a worker started without ``OMP_NUM_THREADS=1`` ran with the worker's two BLAS
+    threads (and its hash seed), whatever the stage's environment said."""
+    tmp_path, env = stage
+    env.pop(variable, None)
+    run(tmp_path, env, "0")
+    wait_for_worker(tmp_path / "w.sock")
+    assert "torch already imported: True" in run(tmp_path, env, "0").stdout
+    other = run(tmp_path, {**env, variable: "1"}, "0")
+    assert other.returncode == 0 and "torch already imported: False" in other.stdout, other
+    assert "torch already imported: True" in run(tmp_path, env, "0").stdout
+
+
 def test_killing_the_stage_process_ends_the_delegated_run(stage):
     tmp_path, env = stage
     run(tmp_path, env, "0")
