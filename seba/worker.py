@@ -33,6 +33,7 @@ import socket
 import struct
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 from pathlib import Path
@@ -52,12 +53,19 @@ def _package_files() -> list[Path]:
 
 
 def code_key(context: list | None = None) -> str:
-    """The interpreter, the size and modification time of every file of the seba package, and
+    """The interpreter, the size and modification time of every file of the seba package, the
+    modification time of the environment's site-packages (a ``pip install`` or upgrade adds and
+    removes ``*.dist-info`` folders in site-packages: a worker never serves an older torch), and
     this process's context (``process_context``)."""
     digest = hashlib.sha256(sys.executable.encode())
     for path in _package_files():
         stat = path.stat()
         digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    for folder in sorted({sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}):
+        try:
+            digest.update(f"{folder}\0{os.stat(folder).st_mtime_ns}\0".encode())
+        except OSError:
+            continue
     digest.update(json.dumps(process_context() if context is None else context).encode())
     return digest.hexdigest()[:20]
 

@@ -231,3 +231,18 @@ def test_a_zombie_parent_counts_as_gone():
     assert not _alive(process)
     assert _alive(psutil.Process())
     child.wait()
+
+
+def test_installing_a_package_changes_the_workers_key(tmp_path, monkeypatch):
+    """A `pip install` (or upgrade) between two stages adds and removes *.dist-info folders in
+    site-packages: the key changes, so a warm worker never serves the older library."""
+    import sysconfig
+
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.setattr(sysconfig, "get_path", lambda name, *a, **k: str(site))
+    before = code_key(context=[])
+    assert code_key(context=[]) == before
+    (site / "torch-9.9.9.dist-info").mkdir()
+    os.utime(site, ns=(1, 10**18))  # a later modification time, whatever the file system's resolution
+    assert code_key(context=[]) != before
