@@ -170,8 +170,9 @@ def size(n: int) -> str:
 def same_weights(a, b) -> bool:
     import torch
 
-    return all(x.train_loss == y.train_loss and all(torch.equal(x.encoder_state[k], y.encoder_state[k])
-                                                     for k in x.encoder_state) for x, y in zip(a, b))
+    return len(a) == len(b) and all(
+        x.train_loss == y.train_loss and x.encoder_state.keys() == y.encoder_state.keys()
+        and all(torch.equal(x.encoder_state[k], y.encoder_state[k]) for k in x.encoder_state) for x, y in zip(a, b))
 
 
 def compare(repeats: int, local, remote, same, names: tuple[str, str] = ("local", "ray")) -> None:
