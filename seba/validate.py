@@ -72,8 +72,8 @@ def _labels(name: str, params: Params, root: Path):
         if params.fetch.source == "snapshot":
             raise DataError(f"dataset '{name}': OpenML id {source.openml_id} is not in the offline "
                             f"snapshot, and 'fetch.source' is snapshot")
-        return None, None, (f"OpenML id {source.openml_id} is not in the offline snapshot (check "
-                            f"'sources.{name}.openml_id')")
+        return None, None, (f"OpenML id {source.openml_id} is not in the offline snapshot (a table only OpenML "
+                            f"gives; if the id is mistyped, check 'sources.{name}.openml_id')")
     if supplied_copy_missing(entry, snapshot) and params.fetch.source != "snapshot":
         try:  # a copy the user supplies: fetch tries OpenML first (and names the copy)
             verified_snapshot(source.openml_id, snapshot)

@@ -297,8 +297,8 @@ def test_an_openml_id_not_in_the_snapshot_needs_openml_or_its_cache(repo, capsys
     edit_params(repo, set_key("sources.diabetes.openml_id", 99999))
     assert validate_main(["--root", str(repo)]) == 2
     assert ("dataset 'diabetes': its fetch needs OpenML, which accepts no connection (www.openml.org: Name or "
-            "service not known within 5 s): OpenML id 99999 is not in the offline snapshot (check "
-            "'sources.diabetes.openml_id')") in capsys.readouterr().err
+            "service not known within 5 s): OpenML id 99999 is not in the offline snapshot (a table only OpenML gives; "
+            "if the id is mistyped, check 'sources.diabetes.openml_id')") in capsys.readouterr().err
     (repo / "data" / "openml_cache" / "org" / "openml" / "www" / "datasets" / "99999").mkdir(parents=True)
     assert validate_main(["--root", str(repo)]) == 0
     assert prior_outputs(repo) == {**before, **{k: v for k, v in prior_outputs(repo).items() if "openml_cache" in k}}
