@@ -24,7 +24,9 @@ means and its standard error, and `--out DIR` writes them to `members.csv` and e
 episodes are not). `--member-means CSV [CSV ...]` adds such files of earlier runs (other seeds of
 the same tables; a seed in several inputs must agree within 0.0101, the earlier file's value is
 kept), so the members of a table run in parts are averaged over all of its seeds (pass every
-part's log too, for cells over the same seeds).
+part's log too, for cells over the same seeds: where a dataset's members and cells cover other
+seeds, a note on stderr says so). An episodes file's dataset is its name (`<dataset>.csv`, as the
+run writes it): members of a dataset that the logs have no SeBA lines of get a note too (a renamed copy?).
 """
 
 from __future__ import annotations
@@ -171,6 +173,34 @@ def members(episodes: list[Path]) -> pd.DataFrame:
     return members_table(member_seed_means(episodes))
 
 
+def seed_ranges(seeds) -> str:
+    """Whole seeds as ranges: 0-19, 40, 60-99."""
+    seeds, spans = sorted(set(int(s) for s in seeds)), []
+    for seed in seeds:
+        if spans and seed == spans[-1][1] + 1:
+            spans[-1][1] = seed
+        else:
+            spans.append([seed, seed])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def member_notes(per_seed: pd.DataFrame, means: pd.DataFrame) -> list[str]:
+    """A note for each dataset of the member means that the logs have no SeBA lines of (an episodes
+    file is named after its dataset, `<dataset>.csv`: a renamed copy makes a table of its own), and
+    for each whose members cover other seeds than its cells."""
+    logged = means[means["method"] == "seba"].groupby("dataset")["seed"].unique()
+    notes = []
+    for dataset, seeds in per_seed.groupby("dataset")["seed"].unique().items():
+        if dataset not in logged.index:
+            notes.append(f"note: members of {dataset!r} (an episodes file's dataset is its name, <dataset>.csv: "
+                         f"a renamed copy?) but no SeBA lines of it in the logs, which have "
+                         f"{', '.join(logged.index) or 'none'}")
+        elif set(seeds) != set(logged[dataset]):
+            notes.append(f"note: {dataset}'s members (members.csv) cover seeds {seed_ranges(seeds)}, its cells "
+                         f"(cells.csv) seeds {seed_ranges(logged[dataset])}")
+    return notes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("logs", nargs="+", type=Path)
@@ -189,6 +219,9 @@ def main() -> None:
                             + ([member_seed_means(args.episodes)] if args.episodes else []))
     parts = members_table(per_seed) if per_seed is not None else None
     means = seed_means(args.logs).sort_values(["method", "dataset", "seed", "shot"], ignore_index=True)
+    if per_seed is not None:
+        for note in member_notes(per_seed, means):
+            print(note, file=sys.stderr)
     table = cells(means)
     print(table.to_string(index=False))
     if args.out:

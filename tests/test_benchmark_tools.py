@@ -145,6 +145,27 @@ def test_protocol_cells_sums_up_members_of_a_table_run_in_parts(tmp_path, monkey
             cells.read_member_means([tmp_path / name])
 
 
+def test_protocol_cells_notes_members_over_other_seeds_or_a_renamed_episodes_file(tmp_path, monkeypatch, capsys):
+    """A table run in parts whose earlier parts' member means were not kept: the cells cover every
+    seed, the members fewer (said); an episodes file renamed from <dataset>.csv makes a table of its
+    own (said)."""
+    cells = load("protocol_cells")
+    (tmp_path / "a.log").write_text(LOG)  # cmc seeds 0-2
+    rows = ["seed,shot,episode,member,accuracy"] + [f"{seed},1,0,ensemble,50" for seed in (1, 2)]
+    (tmp_path / "cmc.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "cmc_seeds1-2.csv").write_text("\n".join(rows) + "\n")
+    assert cells.seed_ranges([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8"
+    monkeypatch.setattr("sys.argv", ["protocol_cells.py", str(tmp_path / "a.log"),
+                                     "--episodes", str(tmp_path / "cmc.csv"), str(tmp_path / "cmc_seeds1-2.csv")])
+    cells.main()
+    err = capsys.readouterr().err
+    assert "cmc's members (members.csv) cover seeds 1-2, its cells (cells.csv) seeds 0-2" in err
+    assert "members of 'cmc_seeds1-2'" in err and "no SeBA lines of it in the logs, which have cmc" in err
+    monkeypatch.setattr("sys.argv", ["protocol_cells.py", str(tmp_path / "a.log")])
+    cells.main()
+    assert "note" not in capsys.readouterr().err
+
+
 def test_protocol_cells_writes_nothing_when_an_input_is_bad(tmp_path, monkeypatch):
     cells = load("protocol_cells")
     (tmp_path / "a.log").write_text(LOG)
