@@ -879,6 +879,25 @@ def test_a_param_added_later_matches_experiments_recorded_without_it():
     old = {"pretrain.lr": 0.001, "datasets": ["cmc"]}
     assert ab.merge_differences(old, {**old, "pretrain.mask_bias": False}) == []
     assert ab.merge_differences({**old, "pretrain.mask_bias": True}, old) == ["pretrain.mask_bias"]
+    # evaluate.probe_stop (added after the committed collection's experiments, which stopped each
+    # probe at 100 % train accuracy, the released code's rule): the same, and `none` refused
+    assert ab.merge_differences(old, {**old, "evaluate.probe_stop": "train_accuracy"}) == []
+    assert ab.merge_differences({**old, "evaluate.probe_stop": "none"}, old) == ["evaluate.probe_stop"]
+
+
+def test_the_committed_collection_merges_with_this_params_yaml():
+    """An ablation round queued from params.yaml as committed must be mergeable with the committed
+    collection (a round on a GPU machine merges there, at the end of its time): every default of
+    reports/ablations differs from params.yaml's only in what the queue sets per round."""
+    import yaml
+
+    _, groups = ab.read_collected(ROOT / "reports" / "ablations")
+    here = ab.flatten(yaml.safe_load((ROOT / "params.yaml").read_text()))
+    per_round = ("seeds", "datasets", "evaluate.shots", "evaluate.prototype_shots", "baselines.methods")
+    for group in groups:
+        theirs = group.chosen[ab.DEFAULT].params
+        mine = {**here, **{k: v for k, v in ab.flatten(theirs).items() if k in per_round}}
+        assert ab.merge_differences(mine, theirs) == [], group.origin
 
 
 def test_prototype_shots_count_only_for_the_shots_an_experiment_evaluates():
