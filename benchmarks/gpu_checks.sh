@@ -39,9 +39,18 @@ fi
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 . benchmarks/wheels.sh  # packages the machine lacks, carried as wheels in .whl/
-python3 -c "import seba.config" || exit 1
 t0=$(date +%s)
 left() { echo $(( budget - ($(date +%s) - t0) )); }
+python3 -c "import seba.config" \
+  || { echo "seba does not import here (pydantic? carry the wheels in .whl/: benchmarks/device_wheels.py)" >&2; exit 1; }
+if [ -n "$tables" ]; then order=(--datasets $tables); else order=(--cheapest-first); fi
+sets=(--set "seeds=${SEEDS:-100}" fetch.source=snapshot "baselines.methods=$methods")
+if [ "${TESTS:-1}" != 0 ] || [ "${STACKING:-1}" != 0 ] || [ -n "${FT_SPEED:-}" ]; then
+  # the protocol's params and tables checked before the checks that precede it (a missing table, a bad SEEDS)
+  python3 benchmarks/gpu_protocol.py "${sets[@]}" "${order[@]}" --validate-only > "$out/validate.log" 2>&1 \
+    || { cat "$out/validate.log"; echo "== the protocol's params or tables are refused (above): nothing run" >&2; exit 1; }
+  rm -f "$out/validate.log"
+fi
 {
   nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
   python3 -c "import platform, torch; print('python', platform.python_version(), 'torch', torch.__version__, 'cpu', platform.processor())"
@@ -64,12 +73,12 @@ if [ "$rest" -lt 30 ]; then
   echo "== protocol not started: $rest s left of SECONDS $budget after the checks"
   exit 1
 fi
-if [ -n "$tables" ]; then order=(--datasets $tables); else order=(--cheapest-first); fi
 echo "== protocol: $rest s"
-timeout "$rest" python3 benchmarks/gpu_protocol.py --set "seeds=${SEEDS:-100}" fetch.source=snapshot "baselines.methods=$methods" \
-  "${order[@]}" \
+timeout "$rest" python3 benchmarks/gpu_protocol.py "${sets[@]}" "${order[@]}" \
   --deadline "${DEADLINE:-$(( rest * 2 / 3 ))}" ${STAGE_DEADLINE:+--stage-deadline "$STAGE_DEADLINE"} \
   $([ "${RESUME:-0}" = 1 ] && echo --resume) --out "$out" > "$out/protocol.log" 2>&1
-echo "protocol exit $?"
+status=$?
+echo "protocol exit $status"
 grep '^==' "$out/protocol.log"
 ls -la "$out"
+exit "$status"  # a failed or timed-out protocol is the command's failure too

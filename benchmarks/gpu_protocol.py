@@ -6,7 +6,7 @@ Usage (repository root of a throwaway checkout: params.yaml is edited for the ru
 at the end):
     python benchmarks/gpu_protocol.py [--set KEY=VALUE ...] [--datasets cmc diabetes ...]
                                       [--deadline SECONDS] [--stage-deadline SECONDS] [--resume]
-                                      [--out DIR]
+                                      [--out DIR] [--validate-only]
 
 `--set` edits params.yaml as `benchmarks/gpu_run.sh start` does (dotted keys, YAML values;
 `seeds=N` is seeds 0 .. N-1, `seeds=A..B` seeds A to B). Then, as `python stages/<stage>.py ...` but in this process (so
@@ -15,6 +15,8 @@ each stage instance pays no start-up; `runpy`, the script's own `main` and error
 ratio, `evaluate` and `baseline` for every method of `baselines.methods`. A stage that fails
 stops the run (its error printed). No new dataset is started after `--deadline` seconds, and no
 new pretrain stage after `--stage-deadline` seconds (the run ends there, its finished stages kept).
+`--validate-only` runs the `validate` stage on the edited params and stops (`gpu_checks.sh` does so
+before its other checks, so that a missing table fails at once, not after them).
 
 `--resume` is for a table longer than one call of a machine that keeps the checkout's ignored
 files between calls (the lent GPU machine, while it is warm): a pretrain stage that an earlier
@@ -43,9 +45,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import platform
 import re
 import runpy
+import signal
 import sys
 import tarfile
 import time
@@ -101,6 +105,8 @@ def run_stage(script: str, *args: str) -> float:
     start = time.perf_counter()
     try:
         runpy.run_path(sys.argv[0], run_name="__main__")
+    except Stopped:
+        raise
     except SystemExit as exc:
         if exc.code not in (None, 0):
             raise SystemExit(f"stage {script} {' '.join(args)} failed (exit {exc.code})") from None
@@ -173,6 +179,27 @@ def cheapest_first(datasets: list[str]) -> list[str]:
     return sorted(datasets, key=lambda d: CHEAPEST_FIRST.index(d) if d in CHEAPEST_FIRST else len(CHEAPEST_FIRST))
 
 
+class Stopped(SystemExit):
+    """The run stopped by a signal (not a stage's failure)."""
+
+
+def restore_on_sigterm() -> None:
+    """SIGTERM (`timeout`'s signal, a call's time limit) as SystemExit in this process, so that
+    `main`'s `finally` puts params.yaml back (the default action ends the process without it);
+    a forked child keeps the default action."""
+    parent = os.getpid()
+
+    def stop(signum, frame):
+        if os.getpid() != parent:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise Stopped(f"stopped by signal {signum} (a time limit?): params.yaml put back; "
+                      "the tables packed in --out so far are complete")
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def main() -> None:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
@@ -188,6 +215,9 @@ def main() -> None:
     parser.add_argument("--resume", action="store_true",
                         help="skip the pretrain stages an earlier run finished here with the same params")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--validate-only", action="store_true",
+                        help="the validate stage on the edited params only (a missing table or wheel found before "
+                             "a GPU call's other checks), params.yaml put back")
     args = parser.parse_args()
     if args.out:
         if args.out.exists() and not args.out.is_dir():
@@ -201,6 +231,7 @@ def main() -> None:
         settings.append(f"datasets=[{','.join(args.datasets)}]")
     edited = edit_params(original, settings)
     key = params_key(edited)
+    restore_on_sigterm()
     params_file.write_text(edited)
     try:
         sys.path.insert(0, str(ROOT))
@@ -235,6 +266,8 @@ def main() -> None:
             return seconds
 
         timed("validate")
+        if args.validate_only:
+            return
         done: list[str] = []
         stopped = False
         for dataset in cheapest_first(params.datasets) if args.cheapest_first else params.datasets:

@@ -36,6 +36,25 @@ def test_gpu_protocol_edits_dotted_keys_and_refuses_unknown_sections():
         edit(text, ["seeds"])
 
 
+def test_gpu_protocol_turns_a_time_limits_sigterm_into_an_exit_that_puts_params_back():
+    """`timeout` ends gpu_protocol.py with SIGTERM: raised as Stopped (a SystemExit) in the process,
+    main's `finally` writes params.yaml back; run_stage passes it on as it is, not as a stage failure."""
+    import os
+    import signal
+    import time
+
+    protocol = load("gpu_protocol")
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        protocol.restore_on_sigterm()
+        with pytest.raises(protocol.Stopped, match="stopped by signal 15"):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)  # the handler runs here at the latest
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert issubclass(protocol.Stopped, SystemExit)
+
+
 LOG = """[pretrain cmc r=0.1] 3 seeds: ...
 [evaluate cmc seed 0] 1-shot 36.00, 5-shot 42.00, 10-shot 46.00 (ensemble; 0.1s per seed, 3 seeds together)
 [evaluate cmc seed 1] 1-shot 38.00, 5-shot 44.00, 10-shot 47.00 (ensemble; 0.1s per seed, 3 seeds together)
