@@ -37,6 +37,13 @@ here=$PWD
 [ -n "${SEBA_WHEELS:-}" ] && export PATH=/tmp/site/bin:$PATH
 export DVC_NO_ANALYTICS=1 PYTHONUNBUFFERED=1
 command -v dvc > /dev/null || { echo "no dvc: carry its wheels in .whl/ (python benchmarks/device_wheels.py --dest .whl)" >&2; exit 2; }
+# dvc.yaml's stages run `python`: where that is missing or lacks torch (a machine whose interpreter is
+# `python3` alone), a `python` that runs python3 goes first on PATH, else every stage fails
+if ! python -c "import torch" > /dev/null 2>&1; then
+  shim=$(mktemp -d) && printf '#!/bin/sh\nexec %s "$@"\n' "$(command -v python3)" > "$shim/python" && chmod +x "$shim/python" \
+    && export PATH=$shim:$PATH && python -c "import torch" \
+    || { echo "no python with torch for dvc.yaml's stages (python3: $(command -v python3))" >&2; exit 2; }
+fi
 work=$(mktemp -d)/round
 git clone -q "$bundle" "$work" || exit 1
 if ! diff -rq -x __pycache__ "$here/seba" "$work/seba" > /dev/null || ! diff -rq -x __pycache__ "$here/stages" "$work/stages" > /dev/null \
