@@ -5,8 +5,10 @@
 # DVC's own queue in a clone of a git bundle of this repository (the history that the collector's
 # code check needs), then collected and merged with the committed collection (reports/ablations):
 # a default of this machine's own is kept beside the collection's, and each variant pairs with its
-# own round's default. OUTDIR receives the merged reports/ablations.md and reports/ablations/, the
-# round alone (round/) and the log; unpack them over a checkout's reports/ to keep them.
+# own round's default. OUTDIR receives the log (round.log) and one archive, ablations.tgz (two
+# files, as a device machine returns at most eight): the merged ablations.md and ablations/, and
+# the round alone (round/); `tar xzf OUTDIR/ablations.tgz -C DIR`, then copy DIR/ablations.md and
+# DIR/ablations/ over a checkout's reports/ to keep them.
 #
 # Usage (repository root; OUTDIR and BUNDLE relative to it):
 #     mkdir -p .whl && git bundle create .whl/repo.bundle --all          # here, beside the wheels
@@ -31,7 +33,8 @@ esac
 bundle=$(realpath "${BUNDLE:-.whl/repo.bundle}" 2>/dev/null)
 [ -f "$bundle" ] || { echo "no git bundle at ${BUNDLE:-.whl/repo.bundle}: git bundle create .whl/repo.bundle --all" >&2; exit 2; }
 mkdir -p "$out" && out=$(realpath "$out") || { echo "OUTDIR $out cannot be made" >&2; exit 2; }
-rm -rf "$out/round" "$out/ablations" "$out/ablations.md"  # an earlier call's, not to be mistaken for this one's
+rm -rf "$out/round" "$out/ablations" "$out/ablations.md" "$out/ablations.tgz"  # an earlier call's, not to be mistaken for this one's
+pack=$(mktemp -d)  # what ablations.tgz holds
 here=$PWD
 . benchmarks/wheels.sh
 [ -n "${SEBA_WHEELS:-}" ] && export PATH=/tmp/site/bin:$PATH
@@ -65,8 +68,8 @@ sets=(); for s in ${SET:-}; do sets+=(--set "$s"); done
     echo "== out of time: the running experiment is killed, the finished ones collected"
     dvc queue stop --kill
   fi
-  python3 -m seba.ablations collect --prefix "$prefix" && mkdir -p "$out/round" \
-    && cp -r reports/ablations.md reports/ablations "$out/round/"
+  python3 -m seba.ablations collect --prefix "$prefix" && mkdir -p "$pack/round" \
+    && cp -r reports/ablations.md reports/ablations "$pack/round/"
   git checkout -q -- reports/ablations.md reports/ablations || exit 1  # the merge reads the committed collection
   python3 -m seba.ablations collect --prefix "$prefix" --merge reports/ablations 2> merge.err
   status=$?
@@ -78,6 +81,12 @@ sets=(); for s in ${SET:-}; do sets+=(--set "$s"); done
   fi
   echo "== merge exit $status"
   [ "$status" = 0 ] || exit 1
-  cp -r reports/ablations.md reports/ablations "$out/" || exit 1
+  cp -r reports/ablations.md reports/ablations "$pack/" || exit 1
   [ "$queued" = 0 ] || exit 3
 } 2>&1 | tee "$out/round.log"
+status=${PIPESTATUS[0]}
+# one archive, not the ~20 files of two collections: a device machine returns at most eight files
+if [ -n "$(ls -A "$pack")" ]; then
+  tar czf "$out/ablations.tgz" -C "$pack" . && echo "== $out/ablations.tgz: $(cd "$pack" && find . -type f | wc -l) files"
+fi
+exit "$status"
