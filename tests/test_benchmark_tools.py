@@ -476,3 +476,34 @@ def test_ablation_round_refuses_what_it_lacks_before_it_starts(tmp_path, env, ar
                          capture_output=True, text=True)
     assert run.returncode == 2 and message in run.stderr
     assert not (ROOT / "OUT").exists() and not (tmp_path / "OUT").exists()
+
+
+def test_compare_results_pairs_seed_means_over_the_seeds_both_runs_have(tmp_path, capsys, monkeypatch):
+    """compare_results.py on two seed_spread.py tables: the standard error of a difference from the
+    per-seed differences (paired), over the seeds both runs have, the means over those seeds too."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    compare = load("compare_results")
+    (tmp_path / "a.csv").write_text("dataset,shot,seed_0,seed_1,seed_2,mean,se,paper,diff\n"
+                                    "cmc,1,50.0,52.0,54.0,52.0,1.15,51.0,+1.00\n"
+                                    "cmc,5,60.0,61.0,62.0,61.0,0.58,60.0,+1.00\n")
+    (tmp_path / "b.csv").write_text("dataset,shot,seed_0,seed_1,seed_2,mean,se,paper,diff\n"
+                                    "cmc,1,51.0,52.5,55.0,52.83,1.17,51.0,+1.83\n"
+                                    "cmc,5,60.5,61.5,,61.0,0.5,60.0,+1.00\n")  # seed 2 missing here
+    a, a_seeds = compare.read_run(tmp_path / "a.csv", "A")
+    b, b_seeds = compare.read_run(tmp_path / "b.csv", "B")
+    assert a_seeds and b_seeds
+    table = compare.paired(a, b, "A", "B").set_index("shot")
+    one = pd.Series([1.0, 0.5, 1.0])
+    assert table.loc[1, "seeds"] == 3 and table.loc[1, "diff"] == pytest.approx(one.mean())
+    assert table.loc[1, "se"] == pytest.approx(one.std(ddof=1) / 3 ** 0.5)  # not the episodes', not unpaired
+    assert table.loc[5, "seeds"] == 2 and table.loc[5, "A"] == 60.5 and table.loc[5, "B"] == 61.0
+    assert table.loc[5, "diff"] == pytest.approx(0.5) and table.loc[5, "se"] == pytest.approx(0.0)
+    monkeypatch.setattr("sys.argv", ["compare_results.py", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
+    compare.main()
+    out = capsys.readouterr().out
+    assert "| cmc | 1 | 3 | 52.00 | 52.83 | +0.83 * | 0.33 |" in out and "2–3 seeds per cell" in out
+    assert "within 2 SE (paired over seeds): 0 of 2" in out
+    (tmp_path / "one.csv").write_text("dataset,shot,seed_0,paper\ncmc,1,50.0,51.0\n")  # one seed: no SE, no flag
+    monkeypatch.setattr("sys.argv", ["compare_results.py", str(tmp_path / "one.csv"), str(tmp_path / "a.csv")])
+    compare.main()
+    assert "| cmc | 1 | 1 | 50.00 | 50.00 | +0.00 | nan |" in capsys.readouterr().out
