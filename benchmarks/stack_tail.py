@@ -9,8 +9,9 @@ Usage (repository root):
 Reads `data/models/<dataset>/r<ratio>/log.json` (params.yaml's datasets and ratios; or the rows of
 an earlier `--csv`): per seed its stop epoch and `seconds` (from the stack's start to the end of
 the epoch it stopped in). Per stage it prints the stack's seconds (its last seed's), the seconds
-when the median seed stopped, the seconds per epoch before and after that, the last and the median
-stop epoch, and executed / useful model-epochs: a stopped seed stays in a stack on CUDA graphs
+when half its seeds had stopped (the median seed's; the lower of the two middle ones for an even
+count: of 100 seeds the 50th), the seconds per epoch before and after that, the last and that
+seed's stop epoch, and executed / useful model-epochs: a stopped seed stays in a stack on CUDA graphs
 until a quarter of the stack has stopped (`seba.pretrain.GRAPH_COMPACT_SHARE`), else until the
 end of its epoch.
 """
@@ -77,7 +78,8 @@ def main() -> None:
         totals = {"stack": 0.0, "half": 0.0, "executed": 0, "useful": 0}
         for ratio, stage in per_dataset.groupby("ratio"):
             stage = stage.sort_values("stop_epoch")
-            last, median = stage.iloc[-1], stage.iloc[len(stage) // 2]
+            # the seed whose stop leaves half the stack stopped (of 100 seeds the 50th)
+            last, median = stage.iloc[-1], stage.iloc[(len(stage) - 1) // 2]
             stack_s, half_s = stage["seconds"].max(), median["seconds"]
             share = GRAPH_COMPACT_SHARE if stage["cuda_graphs"].all() else 0.0
             executed = executed_epochs(stage["stop_epoch"].tolist(), share)

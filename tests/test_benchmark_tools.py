@@ -507,3 +507,17 @@ def test_compare_results_pairs_seed_means_over_the_seeds_both_runs_have(tmp_path
     monkeypatch.setattr("sys.argv", ["compare_results.py", str(tmp_path / "one.csv"), str(tmp_path / "a.csv")])
     compare.main()
     assert "| cmc | 1 | 1 | 50.00 | 50.00 | +0.00 | nan |" in capsys.readouterr().out
+
+
+def test_stack_tail_times_the_tail_from_when_half_the_seeds_had_stopped(tmp_path, capsys, monkeypatch):
+    """Of an even number of seeds, half have stopped when the lower middle one stops (of 4: the 2nd)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    tail = load("stack_tail")
+    (tmp_path / "seeds.csv").write_text("dataset,ratio,seed,stop_epoch,seconds,cuda_graphs\n" + "".join(
+        f"cmc,0.1,{seed},{stop},{seconds},False\n" for seed, stop, seconds in ((0, 1, 1.0), (1, 2, 2.0), (2, 3, 3.0),
+                                                                             (3, 10, 10.0))))
+    monkeypatch.setattr("sys.argv", ["stack_tail.py", "--from-csv", str(tmp_path / "seeds.csv")])
+    tail.main()
+    out = capsys.readouterr().out
+    assert "median seed stopped at 2.0 s (epoch 2, the last at 10)" in out  # not seed 2's 3.0 s
+    assert "1000.0 ms per epoch before, 1000.0 after" in out and "80 % of it after" in out
