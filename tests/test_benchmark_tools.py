@@ -521,3 +521,28 @@ def test_stack_tail_times_the_tail_from_when_half_the_seeds_had_stopped(tmp_path
     out = capsys.readouterr().out
     assert "median seed stopped at 2.0 s (epoch 2, the last at 10)" in out  # not seed 2's 3.0 s
     assert "1000.0 ms per epoch before, 1000.0 after" in out and "80 % of it after" in out
+
+
+def test_pretrain_log_keys_records_as_the_committed_ones_and_their_readers_do(tmp_path, capsys, monkeypatch):
+    """pretrain_log.py's keys are "<dataset> r=<ratio> seed <seed>", as in
+    reports/experiments/default_3seeds/pretrain_log.json, which encoder_speed.py filters by "<dataset> r="."""
+    import json
+
+    log_module = load("pretrain_log")
+    edit = load("gpu_protocol").edit_params
+    (tmp_path / "params.yaml").write_text(edit((ROOT / "params.yaml").read_text(),
+                                               ["datasets=[cmc]", "pretrain.ratios=[0.1, 0.25]"]))
+    entry = {"best_epoch": 3, "stop_epoch": 9, "steps": 18, "capped": 0, "seconds": 1.5, "best_val_loss": 4.7,
+             "masked_columns": 1, "val_loss": [4.81234567, 4.7]}
+    for tag in ("r0.1", "r0.25"):
+        folder = tmp_path / "data" / "models" / "cmc" / tag
+        folder.mkdir(parents=True)
+        (folder / "log.json").write_text(json.dumps({"precision": "fp32", "seeds": {"1": entry, "0": entry}}))
+    monkeypatch.setattr(log_module, "ROOT", tmp_path)
+    monkeypatch.setattr("sys.argv", ["pretrain_log.py", str(tmp_path / "out.json")])
+    log_module.main()
+    record = json.loads((tmp_path / "out.json").read_text())
+    assert list(record) == ["cmc r=0.1 seed 0", "cmc r=0.1 seed 1", "cmc r=0.25 seed 0", "cmc r=0.25 seed 1"]
+    assert record["cmc r=0.1 seed 0"]["val_loss"] == [4.81235, 4.7] and record["cmc r=0.1 seed 0"]["precision"] == "fp32"
+    committed = json.loads((ROOT / "reports/experiments/default_3seeds/pretrain_log.json").read_text())
+    assert all(key.split()[1].startswith("r=") for key in committed)
