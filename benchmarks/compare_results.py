@@ -9,7 +9,8 @@ seed_<n>..., paper: the experiments' `seed_means.csv`) or a `reports/results.csv
 Two per-seed tables are compared **paired over seeds**: per cell the seeds both runs have (the
 `seeds` column; A's and B's means are over those seeds), the mean difference and its standard error
 std(ddof=1) / √seeds of the per-seed differences (runs with the same seeds share their splits and
-episodes, so the pairing removes what the seeds share). |diff| ≤ 2 SE is reported as "within noise" (a cell of one seed has no SE).
+episodes, so the pairing removes what the seeds share). |diff| ≤ 2 SE is reported as "within
+noise" (a cell of one seed has no SE).
 
 A results.csv holds no per-seed means, so when either file is one the standard error is taken from
 the two episode standard deviations as if every episode were independent (sqrt(sA^2/nA + sB^2/nB)).
@@ -19,7 +20,6 @@ their episodes, so it can be too large or too small; its "within noise" is only 
 """
 
 import argparse
-import sys
 
 import numpy as np
 import pandas as pd
