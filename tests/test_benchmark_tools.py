@@ -220,12 +220,18 @@ def test_precision_check_pairs_the_seeds_and_applies_the_tolerance(tmp_path, cap
     (tmp_path / "tf32.log").write_text(other)
     table = check.compare(check.seed_means([tmp_path / "fp32.log"]), check.seed_means([tmp_path / "tf32.log"]))
     row = table.set_index(["dataset", "shot"]).loc[("cmc", 1)]
-    assert row["seeds"] == 3 and row["diff"] == 0.3 and row["se"] == round(0.3 / 3 ** 0.5, 2)
+    assert row["seeds"] == 3 and row["diff"] == pytest.approx(0.3) and row["se"] == pytest.approx(0.3 / 3 ** 0.5)
     for tolerance, status in (("0.3", 0), ("0.29", 1)):
         monkeypatch.setattr("sys.argv", ["precision_check.py", str(tmp_path / "fp32.log"), str(tmp_path / "tf32.log"),
                                          "--tolerance", tolerance])
         assert check.main() == status
         assert ("PASS" if status == 0 else "FAIL") in capsys.readouterr().out
+    # the tolerance applies to the exact difference, not to its two-decimal print: 0.3033 fails 0.3
+    (tmp_path / "tf32.log").write_text(other.replace("1-shot 38.60", "1-shot 38.61"))
+    monkeypatch.setattr("sys.argv", ["precision_check.py", str(tmp_path / "fp32.log"), str(tmp_path / "tf32.log"),
+                                     "--tolerance", "0.3"])
+    assert check.main() == 1
+    assert "FAIL: largest difference +0.30" in capsys.readouterr().out
 
 
 def _precision_run(folder, accuracy, stops, support="aa"):
