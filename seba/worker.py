@@ -85,7 +85,7 @@ def process_context() -> list:
               for name in sorted(dir(resource)) if name.startswith("RLIMIT_")}
     proc = Path("/proc/self")
     cgroup, oom = (_read(proc / name) for name in ("cgroup", "oom_score_adj"))
-    scheduling = [sorted(os.sched_getaffinity(0)), os.sched_getscheduler(0)] if hasattr(os, "sched_getaffinity") else []
+    scheduling = _scheduling()
     startup = {name: os.environ.get(name) for name in STARTUP_VARIABLES}
     return [mask, limits, os.nice(0), cgroup, scheduling, _ionice(), oom, startup]
 
@@ -103,13 +103,26 @@ def _read(path: Path) -> str:
         return ""
 
 
+def _scheduling() -> list:
+    """This process's CPU affinity and scheduling policy (``taskset``, ``chrt``; None for what
+    cannot be read: a sandbox's seccomp filter may refuse the calls, which must not stop a stage)."""
+    values = []
+    for read in (lambda: sorted(os.sched_getaffinity(0)), lambda: os.sched_getscheduler(0)):
+        try:
+            values.append(read())
+        except (AttributeError, OSError):
+            values.append(None)
+    return values
+
+
 def _ionice() -> list:
-    """This process's I/O scheduling class and level (``ionice``; empty where it cannot be read)."""
+    """This process's I/O scheduling class and level (``ionice``; empty where it cannot be read:
+    psutil raises its own AccessDenied, not an OSError, where a seccomp filter refuses ioprio_get)."""
     try:
         import psutil
 
         return [int(v) for v in psutil.Process().ionice()]
-    except (ImportError, AttributeError, OSError, ValueError):
+    except Exception:  # ImportError, AttributeError, OSError, psutil.Error: the stage goes on all the same
         return []
 
 

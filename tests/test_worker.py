@@ -246,3 +246,24 @@ def test_installing_a_package_changes_the_workers_key(tmp_path, monkeypatch):
     (site / "torch-9.9.9.dist-info").mkdir()
     os.utime(site, ns=(1, 10**18))  # a later modification time, whatever the file system's resolution
     assert code_key(context=[]) != before
+
+
+def test_a_sandbox_that_refuses_the_scheduling_calls_does_not_stop_a_stage(monkeypatch):
+    """A seccomp filter (a sandbox, a restricted container) may refuse ioprio_get or the sched_*
+    calls with EPERM: psutil raises its own AccessDenied (not an OSError) and os an OSError. The
+    context (read by every stage under `dvc repro`, before its script) must still be read, the
+    refused parts left out, instead of every stage failing with a traceback."""
+    import seba.worker as worker
+
+    def denied(*args, **kwargs):
+        raise psutil.AccessDenied(os.getpid())
+
+    def refused(*args, **kwargs):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(psutil.Process, "ionice", denied)
+    monkeypatch.setattr(os, "sched_getscheduler", refused)
+    monkeypatch.setattr(os, "sched_getaffinity", refused)
+    context = worker.process_context()
+    assert context[4] == [None, None] and context[5] == []
+    assert worker.code_key(context) == worker.code_key(worker.process_context())  # the same key each time
