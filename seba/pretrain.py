@@ -352,9 +352,13 @@ def pretrain_stack(
         # a CPU's allocator fails with a plain RuntimeError (a memory limit, strict overcommit)
         if not isinstance(error, torch.OutOfMemoryError) and "DefaultCPUAllocator" not in str(error):
             raise
+        # a stack of one seed cannot be split further: stack_size below 1 (0) is "all that fit"
+        advice = (f"set pretrain.stack_size below {len(members)}" if len(members) > 1 else
+                  "one seed does not fit: lower pretrain.batch_size or the model widths"
+                  + (", or pretrain.workers (they share the machine's memory)" if device.type == "cpu" else ""))
         raise ConfigError(
-            f"{label or 'pretrain'}: a stack of {len(members)} seeds ran out of memory on {device} "
-            f"({str(error).splitlines()[0][:160]}); set pretrain.stack_size below {len(members)}") from None
+            f"{label or 'pretrain'}: a stack of {len(members)} seed{'s' if len(members) > 1 else ''} ran out of "
+            f"memory on {device} ({str(error).splitlines()[0][:160]}); {advice}") from None
 
 
 def stacked_rows(members: list[SeedData], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

@@ -149,6 +149,12 @@ def test_a_stack_that_runs_out_of_cpu_memory_names_the_setting(monkeypatch):
     with pytest.raises(ConfigError, match=r"\[pretrain t\]: a stack of 2 seeds ran out of memory on cpu .*"
                                           r"DefaultCPUAllocator.*set pretrain.stack_size below 2"):
         pretrain_stack(members, groups, 0.3, small_cfg(), CPU, label="[pretrain t]")
+    # a stack of one seed (the default pipeline's one seed per stage): stack_size cannot go below 1
+    with pytest.raises(ConfigError, match=r"\[pretrain t\]: a stack of 1 seed ran out of memory on cpu .*one seed "
+                                          r"does not fit: lower pretrain.batch_size or the model widths, or "
+                                          r"pretrain.workers") as raised:
+        pretrain_stack(members[:1], groups, 0.3, small_cfg(), CPU, label="[pretrain t]")
+    assert "stack_size" not in str(raised.value)
     message[0] = "mat1 and mat2 shapes cannot be multiplied"
     with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
         pretrain_stack(members, groups, 0.3, small_cfg(), CPU, label="[pretrain t]")
