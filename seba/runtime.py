@@ -125,7 +125,10 @@ def cgroup_free_bytes(proc_cgroup: str = "/proc/self/cgroup", mount: str = "/sys
     # the process's own folder and its ancestors up to the mount (in a container whose cgroup
     # namespace hides the path, the mount itself is the process's cgroup)
     folder = base / own.strip("/")
-    folders = [folder, *folder.parents] if folder.is_dir() else [base]
+    try:  # (is_dir raises where a folder on the way cannot be searched: EACCES)
+        folders = [folder, *folder.parents] if folder.is_dir() else [base]
+    except OSError:
+        folders = [base]
     least = None
     for where in folders:
         if not str(where).startswith(str(base)):

@@ -110,3 +110,25 @@ def test_cgroup_v1_memory_controller_and_a_hidden_path(tmp_path):
     assert cgroup_free_bytes(str(proc), str(mount)) == (1 << 30) + (1 << 20)
     (memory / "memory.limit_in_bytes").write_text("9223372036854771712")  # v1's "no limit"
     assert cgroup_free_bytes(str(proc), str(mount)) is None
+
+
+def test_a_cgroup_folder_that_cannot_be_searched_falls_back_to_the_mount(tmp_path, monkeypatch):
+    """Path.is_dir raises (it ignores only ENOENT, ENOTDIR, EBADF, ELOOP) where a folder on the way
+    to the process's cgroup cannot be searched (EACCES): the free memory is then the mount's,
+    never an error that stops the stage's planning."""
+    import errno
+    from pathlib import Path
+
+    mount = tmp_path / "cg"
+    _cgroup_files(mount, memory_max="5000", memory_current="1000")
+    proc = tmp_path / "cgroup"
+    proc.write_text("0::/job/step\n")
+    is_dir = Path.is_dir
+
+    def refused(self):
+        if "job" in str(self):
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return is_dir(self)
+
+    monkeypatch.setattr(Path, "is_dir", refused)
+    assert cgroup_free_bytes(str(proc), str(mount)) == 4000
