@@ -274,7 +274,8 @@ def record(run: PretrainRun, data: SeedData, result: PretrainResult, tracker, pl
     stacks arrived, all stacks, how many train at once), None for a seed kept from an
     interrupted run of the stage."""
     seed, label, cfg, device = data.seed, data.label, run.cfg, run.device
-    child = tracker.child(f"seed {seed}", params={"seed": seed}, tags={"seed": seed, **placement_tags(placement)})
+    child = tracker.child(f"seed {seed}", params={"seed": seed, "precision": result.precision},
+                          tags={"seed": seed, **placement_tags(placement)})  # (a Ray node resolves its own)
     warning = check_training(result.val_loss, encode(result.encoder_state, run.model_config, data.val_rows(), device),
                              label, cfg.lr)  # a collapsed or diverged encoder is an error (seba.health)
     data.release()
@@ -288,7 +289,8 @@ def record(run: PretrainRun, data: SeedData, result: PretrainResult, tracker, pl
                "best_val_loss": result.best_val_loss, "seconds": round(result.seconds, 3),
                "masked_columns": result.masked_columns, "steps": result.steps, "capped": int(result.capped)}
     run.training_log["precision"] = result.precision
-    run.training_log["seeds"][str(seed)] = {**summary, "health_warning": warning, "cuda_graphs": result.cuda_graphs,
+    run.training_log["seeds"][str(seed)] = {**summary, "precision": result.precision, "health_warning": warning,
+                                            "cuda_graphs": result.cuda_graphs,
                                             "stack_size": result.stack_size,
                                             "train_loss": result.train_loss, "val_loss": result.val_loss,
                                             **({"ray": placement} if placement else {})}

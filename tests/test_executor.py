@@ -375,6 +375,7 @@ def test_dvc_repro_with_ray_gives_the_local_outputs_bit_for_bit(cluster, pipelin
             assert (work / name).read_bytes() == before[name], name
         log = yaml.safe_load((work / "data/models/diabetes/r0.2/log.json").read_text())
         assert log["seeds"]["0"]["ray"]["node_id"] == ray.get_runtime_context().get_node_id()
+        assert log["seeds"]["0"]["precision"] == log["precision"]  # the precision the task resolved, per seed
     finally:
         (work / "params.yaml").write_text(params)
         (work / "dvc.lock").write_text(lock)

@@ -164,6 +164,7 @@ def test_ablation_switches_rerun_only_what_they_affect_and_run(repo):
         assert checkpoint["pretrain_config"]["normalise"] is False
     log = json.loads((work / "data/models/cmc/rrandom/log.json").read_text())
     assert log["seeds"]["0"]["masked_columns"] == 0  # drawn per view
+    assert log["seeds"]["0"]["precision"] == log["precision"] in ("fp32", "bf16")  # each seed's own, recorded
     episodes = pd.read_csv(work / "reports/episodes/cmc.csv")
     assert set(episodes["member"]) == {"r0.2", "rrandom", "ensemble"}
     tuned = episodes[(episodes["shot"] > 1) & (episodes["member"] != "ensemble")]
