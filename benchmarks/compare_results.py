@@ -80,10 +80,11 @@ def main() -> None:
     unit = "paired over seeds" if a_seeds else "episodes, unpaired"
     print(f"| dataset | shot |{' seeds |' if a_seeds else ''} {na} | {nb} | {nb} − {na} | 2 SE ({unit}) | paper |")
     print("|---|---|" + ("---|" if a_seeds else "") + "---|---|---|---|---|")
-    for r in both.itertuples():  # no flag where there is no standard error (one seed)
-        flag = " *" if abs(r.diff) > 2 * r.se else ""
-        print(f"| {r.dataset} | {r.shot} |{f' {r.seeds} |' if a_seeds else ''} {getattr(r, na):.2f} | "
-              f"{getattr(r, nb):.2f} | {r.diff:+.2f}{flag} | {2 * r.se:.2f} | {r.paper:.2f} |")
+    for _, r in both.iterrows():  # (rows by column name: --names need not be identifiers); no flag without an SE
+        flag = " *" if abs(r["diff"]) > 2 * r["se"] else ""
+        seeds = f" {r['seeds']} |" if a_seeds else ""
+        print(f"| {r['dataset']} | {r['shot']} |{seeds} {r[na]:.2f} | {r[nb]:.2f} | {r['diff']:+.2f}{flag} | "
+              f"{2 * r['se']:.2f} | {r['paper']:.2f} |")
     scored = both.dropna(subset=["se"])
     within = int((scored["diff"].abs() <= 2 * scored["se"]).sum())
     seeds = (f" {both['seeds'].min()}" + (f"–{both['seeds'].max()}" if both["seeds"].nunique() > 1 else "")

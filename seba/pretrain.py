@@ -620,8 +620,9 @@ def pretrain_many(stacks: list[dict], workers: int, threads: int) -> Iterator[li
         return
     context = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
-    futures = [pool.submit(_train_in_worker, threads, stack) for stack in stacks]
+    futures = []
     try:
+        futures += [pool.submit(_train_in_worker, threads, stack) for stack in stacks]
         for future, stack in zip(futures, stacks):
             try:
                 result = future.result()

@@ -513,6 +513,10 @@ def test_compare_results_pairs_seed_means_over_the_seeds_both_runs_have(tmp_path
     monkeypatch.setattr("sys.argv", ["compare_results.py", str(tmp_path / "one.csv"), str(tmp_path / "a.csv")])
     compare.main()
     assert "| cmc | 1 | 1 | 50.00 | 50.00 | +0.00 | nan |" in capsys.readouterr().out
+    monkeypatch.setattr("sys.argv", ["compare_results.py", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"),
+                                     "--names", "256", "out 1024"])  # names that are not identifiers
+    compare.main()
+    assert "| cmc | 1 | 3 | 52.00 | 52.83 | +0.83 * | 0.33 |" in capsys.readouterr().out
 
 
 def test_stack_tail_times_the_tail_from_when_half_the_seeds_had_stopped(tmp_path, capsys, monkeypatch):
