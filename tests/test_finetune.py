@@ -30,6 +30,16 @@ def toy(n_per_class=20, n_classes=3, dim=10, seed=0):
     return torch.as_tensor(x, dtype=torch.float32), y
 
 
+def one_encoder_episodes(seed, encoder_seed, shots, n_episodes):
+    """One encoder's fine-tuning inputs on a toy table, episodes of 3 classes × ``shots``, and the
+    head's initial weights: (inputs, support, labels, init)."""
+    x, y = toy(seed=seed)
+    episodes = sample_episodes(y, 3, shots, n_episodes=n_episodes, seed=seed)
+    support, labels = torch.as_tensor(episodes.support), torch.as_tensor(episodes.support_labels)
+    init = probe_init(1, n_episodes, 16, 3, torch.Generator().manual_seed(seed))
+    return FineTuneInputs([checkpoint(10, encoder_seed)], x), support, labels, init
+
+
 def test_finetuning_learns_the_support_and_scores_the_queries():
     x, y = toy()
     inputs = FineTuneInputs([checkpoint(10, 0), checkpoint(10, 1)], x)
@@ -52,11 +62,7 @@ def test_finetuning_learns_the_support_and_scores_the_queries():
 
 
 def test_an_episode_trains_the_same_alone_or_in_a_chunk_and_the_encoder_moves():
-    x, y = toy(seed=1)
-    inputs = FineTuneInputs([checkpoint(10, 3)], x)
-    episodes = sample_episodes(y, 3, 2, n_episodes=5, seed=1)
-    support, labels = torch.as_tensor(episodes.support), torch.as_tensor(episodes.support_labels)
-    init = probe_init(1, 5, 16, 3, torch.Generator().manual_seed(1))
+    inputs, support, labels, init = one_encoder_episodes(seed=1, encoder_seed=3, shots=2, n_episodes=5)
     together = finetune_scores(inputs, support, labels, 3, init, 1e-3, 300, 30, chunk=5)
     alone = finetune_scores(inputs, support, labels, 3, init, 1e-3, 300, 30, chunk=1)
     torch.testing.assert_close(together[0], alone[0], rtol=1e-4, atol=1e-4)
@@ -65,7 +71,7 @@ def test_an_episode_trains_the_same_alone_or_in_a_chunk_and_the_encoder_moves():
     with torch.no_grad():
         enc = Encoder(10, 32, 16)
         enc.load_state_dict(inputs.checkpoints[0]["encoder"])
-        frozen = torch.einsum("nf,efc->enc", enc(x), init[0][0]) + init[1][0][:, None]
+        frozen = torch.einsum("nf,efc->enc", enc(inputs.x), init[0][0]) + init[1][0][:, None]
     assert not torch.allclose(frozen, together[0][0])
 
 
@@ -106,11 +112,7 @@ def test_finetuning_refuses_an_encoder_it_cannot_train():
 
 
 def test_probe_stop_none_finetunes_every_step_and_keeps_the_final_weights():
-    x, y = toy(seed=2)
-    inputs = FineTuneInputs([checkpoint(10, 4)], x)
-    episodes = sample_episodes(y, 3, 2, n_episodes=2, seed=2)
-    support, labels = torch.as_tensor(episodes.support), torch.as_tensor(episodes.support_labels)
-    init = probe_init(1, 2, 16, 3, torch.Generator().manual_seed(2))
+    inputs, support, labels, init = one_encoder_episodes(seed=2, encoder_seed=4, shots=2, n_episodes=2)
     early = finetune_scores(inputs, support, labels, 3, init, 1e-3, 60, 30, chunk=2)
     full = finetune_scores(inputs, support, labels, 3, init, 1e-3, 60, 30, chunk=2, early_stop=False)
     assert (early[1] < 60).all() and (full[1] == 60).all()
