@@ -24,21 +24,19 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from compare_results import paired  # noqa: E402
 from protocol_cells import seed_means  # noqa: E402
 
 
 def compare(fp32: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
-    """Per dataset and shot: seeds, both means, the difference and its paired standard error."""
-    keys = ["dataset", "seed", "shot"]
-    both = fp32[fp32["method"] == "seba"].merge(other[other["method"] == "seba"], on=keys, suffixes=("_fp32", "_other"))
-    rows = []
-    for (dataset, shot), group in both.groupby(["dataset", "shot"], sort=False):
-        diff = group["accuracy_other"] - group["accuracy_fp32"]
-        n = len(group)
-        rows.append({"dataset": dataset, "shot": shot, "seeds": n, "fp32": group["accuracy_fp32"].mean(),
-                     "other": group["accuracy_other"].mean(), "diff": diff.mean(),
-                     "se": diff.std(ddof=1) / n ** 0.5 if n > 1 else float("nan")})
-    return pd.DataFrame(rows)  # unrounded: the tolerance applies to the exact difference
+    """Per dataset and shot: seeds, both means, the difference and its paired standard error
+    (compare_results.paired, the one definition of it)."""
+    def side(table: pd.DataFrame, name: str) -> pd.DataFrame:
+        seba = table[table["method"] == "seba"][["dataset", "shot", "seed", "accuracy"]]
+        return seba.rename(columns={"accuracy": name}).assign(paper=float("nan"))
+
+    table = paired(side(fp32, "fp32"), side(other, "other"), "fp32", "other")
+    return table.drop(columns="paper")  # unrounded: the tolerance applies to the exact difference
 
 
 def main() -> int:
