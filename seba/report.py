@@ -159,6 +159,9 @@ def check_same_episodes(seba: pd.DataFrame, other: pd.DataFrame, method: str, da
                         f"with the same seeds, shots and episodes")
 
 
+TIE_DECIMALS = 9  # mean accuracies (%) closer than this are a tie: float noise, not a difference
+
+
 def comparison_table(seba: dict[str, pd.DataFrame], baselines: dict[tuple[str, str], pd.DataFrame],
                      paper_all: pd.DataFrame, paper_names: dict[str, str | None]) -> pd.DataFrame:
     """One row per method, dataset and shot: our mean accuracy, the paper's value for that method,
@@ -178,7 +181,10 @@ def comparison_table(seba: dict[str, pd.DataFrame], baselines: dict[tuple[str, s
     paper = paper_rows(paper_all)[["method", "dataset", "shot", "accuracy"]].rename(
         columns={"method": "paper_method", "accuracy": "paper"})
     table = table.merge(paper, on=["paper_method", "dataset", "shot"], how="left")
-    table["rank"] = table.groupby(["dataset", "shot"])["accuracy"].rank(ascending=False, method="average")
+    # ranked on means rounded to TIE_DECIMALS: the same correct counts summed in another order can
+    # differ in the last bits (comparison_markdown's bold is this rank's best)
+    key = table["accuracy"].round(TIE_DECIMALS)
+    table["rank"] = key.groupby([table["dataset"], table["shot"]]).rank(ascending=False, method="average")
     return table.drop(columns="paper_method")
 
 
@@ -194,7 +200,7 @@ def comparison_markdown(table: pd.DataFrame) -> str:
     for shot, part in table.groupby("shot"):
         lines += [f"## {shot}-shot", "", "| method | " + " | ".join(datasets) + " | avg rank |",
                   "|---|" + "---|" * (len(datasets) + 1)]
-        best = part.groupby("dataset")["accuracy"].max()
+        best = part.groupby("dataset")["rank"].min()
         for method in methods:
             cells = []
             for dataset in datasets:
@@ -204,7 +210,7 @@ def comparison_markdown(table: pd.DataFrame) -> str:
                     continue
                 acc, pap = float(hit["accuracy"].iloc[0]), hit["paper"].iloc[0]
                 text = f"{acc:.2f}"
-                if np.isclose(acc, best[dataset]):
+                if hit["rank"].iloc[0] == best[dataset]:  # the ties comparison_table ranked
                     text = f"**{text}**"
                 cells.append(f"{text} ({pap:.2f})" if np.isfinite(pap) else f"{text} (–)")
             rank = part[part["method"] == method]["rank"].mean()

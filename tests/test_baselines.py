@@ -113,6 +113,21 @@ def test_baselines_must_use_sebas_episodes_and_are_ranked():
     assert "## 1-shot" in text and "| knn | **60.00** (50.00) | 1.00 |" in text
 
 
+
+def test_bold_and_ranks_agree_on_ties_and_near_ties():
+    """A tie in float noise (the same correct counts summed in another order: one ulp apart)
+    shares rank 1 and the bold; a real difference of 1e-4 points does not, in the rank or the bold."""
+    paper = pd.DataFrame({"table": "main", "method": ["SeBA"], "dataset": ["toy"], "shot": [1],
+                          "accuracy": [np.nan], "std": [np.nan]})
+    seba = pd.DataFrame({"member": "ensemble", "seed": 0, "shot": 1, "episode": 0, "accuracy": [70.0],
+                         "support_hash": "h"})
+    for second, ranks, bold in ((np.nextafter(70.0, 0.0), [1.5, 1.5], 2), (70.0 - 1e-4, [1.0, 2.0], 1)):
+        knn = seba.assign(member="knn", accuracy=second)
+        ranked = comparison_table({"toy": seba}, {("knn", "toy"): knn}, paper, {"knn": None})
+        assert list(ranked.sort_values("method")["rank"]) == ranks, (second, ranked)  # SeBA, knn
+        assert comparison_markdown(ranked).count("**") == 2 * bold, second
+
+
 NEW_METHOD = '''"""Nearest class mean: a method added as one module (tests/test_baselines.py)."""
 
 import torch
