@@ -27,7 +27,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
@@ -604,15 +604,18 @@ def _train_here(threads: int, kwargs: dict) -> list[PretrainResult]:
         torch.set_num_threads(before)
 
 
-def pretrain_many(stacks: list[dict], workers: int, threads: int) -> Iterator[list[PretrainResult]]:
+def pretrain_many(stacks: list[dict], workers: int, threads: int,
+                  salvage: Callable[[int, list[PretrainResult]], None] | None = None) -> Iterator[list[PretrainResult]]:
     """``pretrain_stack(**stack)`` for every stack, yielded in order, each with ``threads`` torch
     threads (a stack's results depend only on its own arguments and the thread count, which on a
     CPU changes the float rounding). With ``workers`` > 1 the stacks run in that many spawned
     processes; otherwise here (as a resumed stage's one stack left, planned for more workers).
 
-    When a stack fails (or the caller stops early, e.g. a seed found collapsed), the stacks still
-    training are ended at once, not waited for: their seeds would be thrown away with the
-    failure. A worker process that dies (killed, out of memory) breaks the pool: an ExecutorError
+    When a stack fails (or the caller stops early: Ctrl-C, a seed found collapsed), the stacks
+    still training are ended at once, not waited for: their seeds would be thrown away with the
+    failure. Stacks that had already finished but were not yet yielded (they finished before an
+    earlier one) go to ``salvage(index, results)`` first, so that a rerun need not train them
+    again. A worker process that dies (killed, out of memory) breaks the pool: an ExecutorError
     naming the stage and the seeds that did not finish."""
     if workers <= 1 or len(stacks) <= 1:
         for stack in stacks:
@@ -620,7 +623,7 @@ def pretrain_many(stacks: list[dict], workers: int, threads: int) -> Iterator[li
         return
     context = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
-    futures = []
+    futures, handed = [], 0
     try:
         futures += [pool.submit(_train_in_worker, threads, stack) for stack in stacks]
         for future, stack in zip(futures, stacks):
@@ -632,6 +635,7 @@ def pretrain_many(stacks: list[dict], workers: int, threads: int) -> Iterator[li
                 raise ExecutorError(f"{stack.get('label') or '[pretrain]'}: a worker process ended abruptly (killed, "
                                     f"or out of memory: lower pretrain.workers, pretrain.stack_size or "
                                     f"pretrain.batch_size); seeds {seeds} did not finish training") from None
+            handed += 1  # before the yield: a caller that fails on this stack has had it
             yield result
     except BaseException:
         processes = list((pool._processes or {}).values())  # (ProcessPoolExecutor has no public kill)
@@ -640,8 +644,20 @@ def pretrain_many(stacks: list[dict], workers: int, threads: int) -> Iterator[li
             process.kill()
         for process in processes:
             process.join()
+        if salvage is not None:
+            for index, future in finished_after(futures, handed):
+                try:
+                    salvage(index, future.result())
+                except Exception as exc:  # keeping is a cache: never hide the failure being raised
+                    log(f"{stacks[index].get('label') or '[pretrain]'} warning: a finished stack was not kept ({exc})")
         raise
     pool.shutdown()
+
+
+def finished_after(futures: list, start: int) -> list:
+    """(index, future) of the futures from ``start`` on that finished with a result."""
+    return [(i, f) for i, f in enumerate(futures) if i >= start and f.done() and not f.cancelled()
+            and f.exception() is None]
 
 
 def shared_table(members: list[SeedData]) -> EncodedTable | None:

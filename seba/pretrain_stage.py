@@ -202,6 +202,14 @@ def keep_for_resume(run: PretrainRun, i: int, result: PretrainResult) -> None:
         log(f"{run.seeds[i].label} warning: not kept for a rerun ({exc})")
 
 
+def keep_stack(run: PretrainRun, n: int, results: list[PretrainResult]) -> None:
+    """Keep the seeds of job ``n``, a stack that finished before an earlier one when the stage
+    failed or was interrupted (the others are kept as they arrive, in order)."""
+    position = {id(data): i for i, data in enumerate(run.seeds)}
+    for data, result in zip(run.jobs[n]["members"], results):
+        keep_for_resume(run, position[id(data)], result)
+
+
 def finish(run: PretrainRun) -> None:
     """The stage's outputs are written: the kept seeds are no longer needed."""
     shutil.rmtree(run.resume_dir, ignore_errors=True)
@@ -214,7 +222,8 @@ def train(run: PretrainRun, tracker) -> None:
     if not run.jobs:
         stacks = iter(())
     elif run.executor is None:
-        stacks = ((stack, None) for stack in pretrain_many(run.jobs, run.workers, run.worker_threads))
+        stacks = ((stack, None) for stack in pretrain_many(run.jobs, run.workers, run.worker_threads,
+                                                           salvage=lambda n, results: keep_stack(run, n, results)))
     else:
         table = shared_table(run.seeds)  # into the object store once, not with each task's seeds
         ref = run.executor.put(table) if table is not None else None

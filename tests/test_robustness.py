@@ -1053,6 +1053,59 @@ def test_an_interrupted_pretrain_stage_keeps_the_seeds_it_finished(repo, no_mlfl
     assert code == 0 and stacks == [[0], [1], [2]] and "kept from an interrupted run" not in output, output
 
 
+
+def test_stacks_that_finished_before_an_interrupted_one_are_kept(repo, no_mlflow, monkeypatch, capsys):
+    """With two worker processes, seeds 1 and 2 finished while seed 0's stack still trained; a
+    Ctrl-C then kept nothing of them (seeds are kept in order, and seed 0 never arrived). They are
+    kept now: the rerun trains only seed 0 and writes the checkpoints of an uninterrupted run."""
+    import concurrent.futures
+
+    import seba.pretrain as pretrain
+
+    table = EncodedTable.load(repo / "data" / "processed" / "diabetes.npz")
+    save_splits(repo / "data" / "splits" / "diabetes.npz", [make_split(table.y, s, 1 / 6, 0.1) for s in range(3)])
+    small = {"encoder_hidden": 32, "encoder_out": 16, "projector_hidden": 32, "projector_out": 16,
+             "max_epochs": 4, "patience": 4, "workers": 2, "threads": 2, "stack_size": 1, "progress_seconds": 1e9}
+    edit_params(repo, lambda p: (p.update(seeds=[0, 1, 2]), p["pretrain"].update(small)))
+    args = ["--dataset", "diabetes", "--ratio", "0.2"]
+    kept = repo / ".dvc" / "tmp" / "seba-resume" / "diabetes-0.2"
+    checkpoints = [repo / "data" / "models" / "diabetes" / "r0.2" / f"seed{s}.pt" for s in range(3)]
+    code, output = run_stage_script("pretrain", args, monkeypatch, capsys)
+    assert code == 0 and "2 at a time (1 torch thread each)" in output, output
+    reference = [p.read_bytes() for p in checkpoints]
+
+    class InterruptedPool:
+        """Seed 0's stack is interrupted (Ctrl-C while the stage waits for it); the others have
+        finished (trained here, with the worker's thread count)."""
+        _processes: dict = {}
+
+        def __init__(self, max_workers, mp_context):
+            pass
+
+        def submit(self, fn, threads, stack):
+            future = concurrent.futures.Future()
+            if stack["members"][0].seed == 0:
+                future.set_exception(KeyboardInterrupt())
+            else:
+                future.set_result(pretrain._train_here(threads, stack))
+            return future
+
+        def shutdown(self, wait=True, cancel_futures=False):
+            pass
+
+    real = pretrain.ProcessPoolExecutor
+    monkeypatch.setattr(pretrain, "ProcessPoolExecutor", InterruptedPool)
+    code, output = run_stage_script("pretrain", args, monkeypatch, capsys)
+    assert code == 130, output
+    assert sorted(p.name.split("-")[0] for p in kept.iterdir()) == ["seed1", "seed2"]
+
+    monkeypatch.setattr(pretrain, "ProcessPoolExecutor", real)
+    code, output = run_stage_script("pretrain", args, monkeypatch, capsys)
+    assert code == 0 and "2 of 3 seeds kept from an interrupted run" in output, output
+    assert [p.read_bytes() for p in checkpoints] == reference
+    assert not kept.exists()
+
+
 def test_a_mask_size_floor_above_the_tables_columns_is_named_where_it_is_capped(repo, no_mlflow, monkeypatch, capsys):
     """pretrain.min_masked_columns larger than a table allows (the feature view keeps a column) is
     capped; the stage says so instead of training with another mask size silently."""
