@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from seba.errors import ConfigError, DataError, EpisodeError, ExecutorError, OutputError, TrainingDiverged
-from seba.runtime import select_device
+from seba.runtime import log, select_device
 
 # errors whose message already names the problem: a task that raises one fails the stage with it
 NAMED_ERRORS = (ConfigError, DataError, EpisodeError, TrainingDiverged, OutputError, ExecutorError)
@@ -198,15 +198,17 @@ class RayExecutor:
         """``value`` in the cluster's object store once, for many tasks."""
         return self.ray.put(value)
 
-    def map(self, fn: Callable, pieces: Iterable[tuple], labels: list[str], gpus: float = 0.0
-            ) -> Iterator[tuple[Any, dict]]:
+    def map(self, fn: Callable, pieces: Iterable[tuple], labels: list[str], gpus: float = 0.0,
+            salvage: Callable[[int, tuple[Any, dict]], None] | None = None) -> Iterator[tuple[Any, dict]]:
         """``fn(*piece)`` for every piece (one per label), as Ray tasks; yields (result, placement)
         in the pieces' order. At most twice as many tasks as the cluster runs at once are
         submitted ahead (after ``plan``; the pieces are made as they are submitted, so a stage
         never holds every seed's inputs at once). A task that raises one of the named errors fails
         the stage with it; any other failure (an exception, a lost worker or node once
         ``executor.retries`` reruns are spent) becomes an ExecutorError naming the piece. Tasks
-        not yet finished are cancelled when one fails or the caller stops early."""
+        not yet finished are cancelled when one fails or the caller stops early; those that had
+        finished but were not yet yielded (they finished before an earlier one) go to
+        ``salvage(index, (result, placement))`` first."""
         ray = self.ray
         remote = ray.remote(_run_piece).options(num_cpus=self.cfg.cpus_per_task, num_gpus=gpus,
                                                 max_retries=self.cfg.retries, retry_exceptions=False)
@@ -220,18 +222,43 @@ class RayExecutor:
 
         for _ in range(2 * self.slots if self.slots else len(labels)):
             submit()
+        taken = 0
         try:
             for label in labels:
                 ref = refs.popleft()
+                taken += 1
                 result = self._get(ref, label)
                 submit()
                 yield result
+        except BaseException:
+            if salvage is not None and refs:
+                self._salvage(list(refs), taken, labels, salvage)
+            raise
         finally:
             for ref in refs:
                 try:
                     ray.cancel(ref, force=True)
                 except Exception:  # finished meanwhile, or already gone
                     pass
+
+    def _salvage(self, refs: list, first: int, labels: list[str], salvage: Callable) -> None:
+        """``salvage`` for each of ``refs`` (pieces ``first`` on) that has finished with a result."""
+        ray = self.ray
+        try:
+            ready = set(ray.wait(refs, num_returns=len(refs), timeout=0)[0])
+        except Exception:  # the cluster is gone: nothing to take
+            return
+        for index, ref in enumerate(refs, start=first):
+            if ref not in ready:
+                continue
+            try:
+                result = ray.get(ref, timeout=0)
+            except Exception:  # the task failed: nothing to keep
+                continue
+            try:
+                salvage(index, result)
+            except Exception as exc:  # keeping is a cache: never hide the failure being raised
+                log(f"{labels[index]} warning: a finished task's result was not kept ({exc})")
 
     def _get(self, ref, label: str) -> tuple[Any, dict]:
         ray = self.ray
@@ -242,12 +269,12 @@ class RayExecutor:
             if isinstance(cause, NAMED_ERRORS):
                 raise type(cause)(*cause.args) from None
             what = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc).splitlines()[0]
-            raise ExecutorError(f"{label}: its Ray task failed ({what[:500]}); nothing of the stage was kept"
+            raise ExecutorError(f"{label}: its Ray task failed ({what[:500]}); the stage writes no outputs"
                                 ) from None
         except ray.exceptions.RayError as exc:  # a worker or node lost, an object lost, a cancelled task
             first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
             raise ExecutorError(f"{label}: its Ray task did not finish ({type(exc).__name__}: {first}); "
-                                f"nothing of the stage was kept") from None
+                                f"the stage writes no outputs") from None
 
 
 def executor_for(cfg, device_setting: str) -> RayExecutor | None:

@@ -229,7 +229,8 @@ def train(run: PretrainRun, tracker) -> None:
         ref = run.executor.put(table) if table is not None else None
         pieces = [(without_table(job["members"]) if ref is not None else job["members"], job["groups"], job["ratio"],
                    job["cfg"], job["label"], ref) for job in run.jobs]
-        stacks = run.executor.map(train_chunk, pieces, [job["label"] for job in run.jobs], run.gpus_per_task)
+        stacks = run.executor.map(train_chunk, pieces, [job["label"] for job in run.jobs], run.gpus_per_task,
+                                  salvage=lambda n, done: keep_stack(run, n, done[0]))
     fresh, to_train = arrivals(stacks), len(run.seeds) - len(run.resumed)
     try:
         for i, data in enumerate(run.seeds):

@@ -13,6 +13,7 @@ import re
 import shutil
 import socket
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -264,7 +265,7 @@ def fails_with(kind: str, x: int) -> int:
 @pytest.mark.parametrize("kind,error,message", [
     ("named", TrainingDiverged, "^seed 1: loss is not finite at epoch 3$"),
     ("bug", ExecutorError, r"^\[piece 1\]: its Ray task failed \(ZeroDivisionError: integer division or modulo by "
-                           r"zero\); nothing of the stage was kept$"),
+                           r"zero\); the stage writes no outputs$"),
     ("crash", ExecutorError, r"^\[piece 1\]: its Ray task did not finish \("),
 ])
 def test_a_failing_task_is_the_stages_named_error(cluster, kind, error, message):
@@ -307,6 +308,39 @@ def test_a_task_that_raises_is_never_rerun(cluster, tmp_path):
     with pytest.raises(ExecutorError, match="ZeroDivisionError"):
         list(executor(retries=2).map(count_and_fail, [(1,)], ["[piece 1]"]))
     assert calls.read_text() == "x"
+
+
+
+def fails_after_the_others(markers: str, x: int) -> int:
+    """Piece 0 fails once pieces 1 and 2 have finished (their results stored: 2 s after their markers)."""
+    if x == 0:
+        while not all(os.path.exists(f"{markers}-{k}") for k in (1, 2)):
+            time.sleep(0.05)
+        time.sleep(2)
+        return x // 0
+    open(f"{markers}-{x}", "w").close()
+    return x * 10
+
+
+def test_tasks_that_finished_before_a_failing_one_are_salvaged(cluster, tmp_path):
+    """Pieces 1 and 2 finished while piece 0 still ran; when it fails, their results go to
+    ``salvage`` (a pretrain stage keeps their seeds for a rerun) instead of being cancelled unseen."""
+    import signal
+
+    def hung(*_):
+        raise AssertionError("piece 0 never saw pieces 1 and 2 finish")
+
+    kept = []
+    before = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(600)
+    try:
+        with pytest.raises(ExecutorError, match=r"^\[piece 0\]: its Ray task failed \(ZeroDivisionError"):
+            list(executor().map(fails_after_the_others, [(str(tmp_path / "done"), x) for x in range(3)],
+                                [f"[piece {x}]" for x in range(3)], salvage=lambda i, done: kept.append((i, done[0]))))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
+    assert kept == [(1, 10), (2, 20)]
 
 
 def test_plans_that_no_node_can_run_are_refused_before_any_task(cluster):
