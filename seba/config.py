@@ -11,6 +11,7 @@ so that validating the rest of the file needs no method code.
 
 import dataclasses
 import difflib
+import math
 import re
 from dataclasses import field
 from pathlib import Path
@@ -101,9 +102,10 @@ class SplitConfig:
 
 
 def _ratio_list(value: Any) -> tuple[float | str, ...]:
-    """A non-empty list of numbers and at most one 'random'."""
+    """A non-empty list of finite numbers and at most one 'random'."""
     if (not isinstance(value, (list, tuple)) or not value
-            or not all((isinstance(v, (int, float)) and not isinstance(v, bool)) or v == RANDOM_RATIO for v in value)):
+            or not all((isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
+                       or v == RANDOM_RATIO for v in value)):
         raise fail(f"must be a non-empty list of numbers in (0, 1) or '{RANDOM_RATIO}' (a ratio drawn per batch "
                    f"from pretrain.random_ratio_range), got {value!r}")
     return tuple(v if isinstance(v, str) else float(v) for v in value)

@@ -56,6 +56,9 @@ def test_default_params_are_the_papers(root):
     # the ablation switches
     (lambda r: r["pretrain"].update(ratios=[0.1, "rand"]), "'pretrain.ratios' must be a non-empty list of numbers"),
     (lambda r: r["pretrain"].update(ratios=["random", "random"]), "'pretrain.ratios' has duplicates"),
+    # YAML's .nan and .inf: named, not a TypeError from the error message's own lookup
+    (lambda r: r["pretrain"].update(ratios=[0.1, float("nan")]), "'pretrain.ratios' must be a non-empty list of numbers"),
+    (lambda r: r["pretrain"].update(ratios=[float("inf")]), "'pretrain.ratios' must be a non-empty list of numbers"),
     (lambda r: r["pretrain"].update(random_ratio_range=[0.5, 0.1]),
      "'pretrain.random_ratio_range' must be \\[low, high\\] with 0 < low <= high < 1"),
     (lambda r: r["pretrain"].update(normalise="yes"), "'pretrain.normalise' must be true or false"),
