@@ -717,6 +717,30 @@ def check_comparable(chosen: dict[str, Experiment]) -> list[str]:
     return notes
 
 
+def check_code(chosen: dict[str, Experiment], code_diff: Callable[[str, str], list[str] | None] | None) -> list[str]:
+    """Notes for experiments of another commit than the default experiment's (`collect
+    --all-commits` reads every commit's) whose stage code (CODE_PATHS, by git) differs from it or
+    cannot be compared: their differences to the default compare two versions of the code."""
+    default = chosen.get(DEFAULT)
+    if default is None or code_diff is None:
+        return []
+    notes, seen = [], {}
+    for slug, exp in chosen.items():
+        if slug == DEFAULT or exp.baseline == default.baseline:
+            continue
+        if exp.baseline not in seen:
+            seen[exp.baseline] = code_diff(exp.baseline, default.baseline)
+        files = seen[exp.baseline]
+        if files == []:
+            continue
+        how = (f"differs from the default experiment's ({default.baseline[:10]}) in {', '.join(files[:8])}"
+               + (f" and {len(files) - 8} more" if len(files) > 8 else "") if files
+               else f"cannot be compared with the default experiment's ({default.baseline[:10]}): git does not know both")
+        notes.append(f"`{exp.name}` ran the code of commit {exp.baseline[:10]}, which {how}: its difference to the "
+                     f"default mixes the two (queue both on one commit)")
+    return notes
+
+
 def collect(show: list, read_episodes: Callable[[Experiment, str], pd.DataFrame], paper: pd.DataFrame,
             prefix: str = PREFIX, read_log: Callable[[str], str | None] | None = None,
             merge: Iterable[tuple[pd.DataFrame, list["Group"]]] = (),
@@ -728,6 +752,7 @@ def collect(show: list, read_episodes: Callable[[Experiment, str], pd.DataFrame]
     experiments = read_show(show)
     chosen, ignored, notes = choose(experiments, prefix)
     notes += check_comparable(chosen)
+    notes += check_code(chosen, code_diff)
     for exp in chosen.values():
         if exp.state == "failed":
             notes.append(f"`{exp.name}` failed" + (f"; its log: {exp.log}" if exp.log else "")

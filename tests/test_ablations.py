@@ -521,6 +521,23 @@ def test_experiments_on_other_seeds_pair_on_the_seeds_both_have(paper, monkeypat
                for n in c.notes)
 
 
+def test_a_variant_of_another_commit_whose_code_differs_is_named(paper):
+    """`collect --all-commits` can pair a default of one commit with a variant of another: the
+    variant is named when the code the stages run differs between the two commits."""
+    default = show_of(show_entry("abl-default", ab.DEFAULT, rev="a" * 40, **{"evaluate.shots": [5]}), baseline="1" * 40)
+    later = show_of(show_entry("abl-ratio-0.2", "ratio-0.2", rev="c" * 40, **{"evaluate.shots": [5]}), baseline="2" * 40)
+    asked = []
+    changed = lambda a, b: asked.append((a, b)) or ["seba/objective.py"]
+    c = ab.collect(default + later[1:], fake_reader, paper, code_diff=changed)
+    assert asked == [("2" * 40, "1" * 40)]
+    assert any(n.startswith("`abl-ratio-0.2` ran the code of commit 2222222222, which differs from the default "
+                            "experiment's (1111111111) in seba/objective.py") for n in c.notes)
+    c = ab.collect(default + later[1:], fake_reader, paper, code_diff=lambda a, b: None)
+    assert any("`abl-ratio-0.2` ran the code of commit 2222222222, which cannot be compared" in n for n in c.notes)
+    c = ab.collect(default + later[1:], fake_reader, paper, code_diff=lambda a, b: [])
+    assert not any("ran the code of commit" in n for n in c.notes)  # the same code: nothing to say
+
+
 def test_best_counts_count_ties():
     values = pd.DataFrame({"a": [1.0, 2.0, 3.0, np.nan], "b": [1.0, 2.004, 2.0, 9.0], "c": [0.5, 1.0, 3.0, 1.0]},
                           index=["t1", "t2", "t3", "t4"])
