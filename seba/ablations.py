@@ -783,6 +783,12 @@ def collect(show: list, read_episodes: Callable[[Experiment, str], pd.DataFrame]
             digests.update({(slug, dataset, *k): v for k, v in episode_digests(episodes).items()})
             acc = seed_accuracies(episodes)
             acc = acc[acc["seed"].isin(exp.seeds)] if exp.seeds else acc
+            want = {(int(shot), seed) for shot in exp.params.get("evaluate.shots") or [] for seed in exp.seeds}
+            lacking = sorted(want - set(zip(acc["shot"].astype(int), acc["seed"].astype(int))))
+            if lacking:  # a seed its params list and its episodes lack: the pairing leaves it out everywhere
+                notes.append(f"`{exp.name}`: its episodes of {dataset} at {exp.rev[:10]} lack {len(lacking)} of the "
+                             f"{len(want)} (shot, seed) results its params list (first: {lacking[0][0]}-shot, seed "
+                             f"{lacking[0][1]}); its differences pair over the seeds every table has")
             # each row pairs with this run's default (a variant − default difference is of one run)
             frames.append(acc.assign(slug=slug, dataset=dataset, default_rev=default.rev if default else ""))
     scores = (pd.concat(frames, ignore_index=True) if frames

@@ -521,6 +521,25 @@ def test_experiments_on_other_seeds_pair_on_the_seeds_both_have(paper, monkeypat
                for n in c.notes)
 
 
+def test_episodes_that_lack_a_seed_of_the_experiment_are_named(paper):
+    """An experiment's episodes without a seed its params list: the pairing leaves that seed out of
+    the difference on every table, and a note says so (the cell shows the seeds it has)."""
+    show = show_of(show_entry("abl-default", ab.DEFAULT, **{"evaluate.shots": [5]}),
+                   show_entry("abl-ratio-0.2", "ratio-0.2", **{"evaluate.shots": [5]}))
+
+    def reader(exp, dataset):
+        frame = fake_reader(exp, dataset)
+        return frame[frame["seed"] != 2] if exp.slug == "ratio-0.2" and dataset == "dna" else frame
+
+    c = ab.collect(show, reader, paper)
+    assert any(n.startswith("`abl-ratio-0.2`: its episodes of dna at ") and "lack 1 of the 3 (shot, seed) results its "
+               "params list (first: 5-shot, seed 2)" in n for n in c.notes)
+    row = c.effects.set_index(["ablation", "shot", "variant"]).loc[("ratio_mode", 5, "Ratio 0.2")]
+    assert row["n_seeds"] == 2
+    assert c.table.set_index(["ablation", "variant", "dataset"]).loc[("ratio_mode", "Ratio 0.2", "dna"), "seeds"] == "0 1"
+    assert not any("lack" in n for n in ab.collect(show, fake_reader, paper).notes)
+
+
 def test_a_variant_of_another_commit_whose_code_differs_is_named(paper):
     """`collect --all-commits` can pair a default of one commit with a variant of another: the
     variant is named when the code the stages run differs between the two commits."""
