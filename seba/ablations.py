@@ -188,6 +188,14 @@ def commits_by_table(c: "Collected") -> str:
     return "; ".join(f"{commit} ({', '.join(sorted(names))})" for commit, names in tables.items())
 
 
+def own_switches(params: dict[str, Any], datasets: Iterable[str]) -> list[tuple[str, str, Any]]:
+    """(key, switch, value) for each ablation switch that one of ``datasets`` sets for itself in
+    these (flattened) params (``sources.<dataset>.pretrain.<switch>``): it overrides the
+    experiment's own value on that dataset."""
+    return [(f"sources.{d}.{k}", k, params[f"sources.{d}.{k}"]) for d in datasets for k in DEFAULTS
+            if f"sources.{d}.{k}" in params]
+
+
 def identify(params: dict[str, Any]) -> str | None:
     """The experiment slug whose switch values these (flattened) params hold, or None."""
     have = {k: canonical(params.get(k)) for k in DEFAULTS}
@@ -382,6 +390,12 @@ def check_plans(plans: list[Plan], root: Path) -> None:
             check_baselines(params.baselines)
         except ConfigError as exc:
             raise SystemExit(f"error: {p.name} would fail its validate stage, so nothing was queued: {exc}") from None
+        own = own_switches(flatten(raw), params.datasets)
+        if own:
+            shown = ", ".join(f"{k}: {v!r}" for k, _, v in own)
+            raise SystemExit(f"error: params.yaml sets ablation switches for single datasets ({shown}): every "
+                             f"experiment would train those datasets with them whatever its variant. Remove them "
+                             f"(the variant table sets the switches); nothing was queued")
         rows = json.dumps([params.datasets, params.seeds, params.evaluate.shots, raw.get("split"), raw.get("sources"),
                            raw.get("fetch")], sort_keys=True, default=str)  # all the rows' checks read
         machine = json.dumps([raw.get("pretrain", {}).get("device"), raw.get("executor"), raw.get("baselines")],
@@ -753,6 +767,12 @@ def collect(show: list, read_episodes: Callable[[Experiment, str], pd.DataFrame]
     chosen, ignored, notes = choose(experiments, prefix)
     notes += check_comparable(chosen)
     notes += check_code(chosen, code_diff)
+    for exp in chosen.values():
+        own = [f"{k}: {v!r}" for k, switch, v in own_switches(exp.params, exp.datasets)
+               if canonical(v) != canonical(signature(exp.slug)[switch])]
+        if own:
+            notes.append(f"`{exp.name}` is not `{exp.slug}` on every table: its params set {', '.join(own)} "
+                         f"for those datasets")
     for exp in chosen.values():
         if exp.state == "failed":
             notes.append(f"`{exp.name}` failed" + (f"; its log: {exp.log}" if exp.log else "")

@@ -540,6 +540,28 @@ def test_episodes_that_lack_a_seed_of_the_experiment_are_named(paper):
     assert not any("lack" in n for n in ab.collect(show, fake_reader, paper).notes)
 
 
+def test_a_switch_a_dataset_sets_for_itself_is_refused_by_queue_and_named_by_collect(paper, tmp_path):
+    """`sources.<dataset>.pretrain.fill` (or another switch) would train that dataset with it in
+    every experiment, the default too: queue refuses it, collect names an experiment that had it."""
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw["sources"]["cmc"]["pretrain"] = {"fill": "marginal", "precision": "fp32"}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(SystemExit, match=r"params.yaml sets ablation switches for single datasets "
+                                         r"\(sources.cmc.pretrain.fill: 'marginal'\).* nothing was queued"):
+        ab.check_plans(ab.plan(only=["default", "prep-marginal"], datasets=["cmc"]), tmp_path)
+
+    def own_fill(entry):
+        entry["revs"][0]["data"]["params"]["params.yaml"]["data"]["sources"]["cmc"]["pretrain"] = {"fill": "marginal"}
+        return entry
+
+    show = show_of(own_fill(show_entry("abl-default", ab.DEFAULT, **{"evaluate.shots": [5]})),
+                   own_fill(show_entry("abl-prep-marginal", "prep-marginal", **{"evaluate.shots": [5]})))
+    notes = ab.collect(show, fake_reader, paper).notes
+    assert "`abl-default` is not `default` on every table: its params set sources.cmc.pretrain.fill: 'marginal' " \
+           "for those datasets" in notes
+    assert not any("`abl-prep-marginal` is not" in n for n in notes)  # its own value: the variant it is
+
+
 def test_a_variant_of_another_commit_whose_code_differs_is_named(paper):
     """`collect --all-commits` can pair a default of one commit with a variant of another: the
     variant is named when the code the stages run differs between the two commits."""
