@@ -127,13 +127,21 @@ def evaluate_members(features: torch.Tensor, member_names: list[str], y_test: np
                           None if finetune is None else [finetune])[0]
 
 
+def evaluation_bytes(features: torch.Tensor, n_classes: int, episodes: int) -> int:
+    """Bytes one seed holds while its group is evaluated: its features [M, N, F] and a shot's class
+    scores [M, episodes, N, classes], which every seed of a group holds at once (on a table of
+    many classes the scores are the larger by far: devnagari's, 46 classes, ~18 times its features)."""
+    members, rows = features.shape[:2]
+    return features.element_size() * (features.numel() + members * episodes * rows * n_classes)
+
+
 def evaluate_in_groups(load_seed: Callable[[int], tuple], seeds: list[int],
                        member_names: list[str], n_classes: int, cfg: EvaluateConfig, dataset: str,
                        budget_bytes: int) -> Iterator[tuple[int, pd.DataFrame, float, int]]:
     """``evaluate_seeds`` over groups of consecutive seeds whose features (``load_seed(seed)``:
-    [M, N, F] features, test labels and, optionally, the seed's fine-tuning callable) fit
-    ``budget_bytes`` together. Yields, in seed order, (seed, its frame, seconds per seed of its
-    group, seeds in the group)."""
+    [M, N, F] features, test labels and, optionally, the seed's fine-tuning callable) and class
+    scores (``evaluation_bytes``) fit ``budget_bytes`` together. Yields, in seed order, (seed, its
+    frame, seconds per seed of its group, seeds in the group)."""
     group: list[tuple] = []
     start = time.perf_counter()
 
@@ -148,7 +156,7 @@ def evaluate_in_groups(load_seed: Callable[[int], tuple], seeds: list[int],
     for seed in seeds:
         features, y_test, *rest = load_seed(seed)
         if group and (features.shape != group[0][1].shape
-                      or (len(group) + 1) * features.element_size() * features.numel() > budget_bytes):
+                      or (len(group) + 1) * evaluation_bytes(features, n_classes, cfg.episodes) > budget_bytes):
             yield from run()
             group, start = [], time.perf_counter()
         group.append((seed, features, y_test, rest[0] if rest else None))

@@ -70,7 +70,8 @@ def feature_loader(params: Params, dataset: str, table: EncodedTable, root: Path
 
 
 def feature_budget(device: torch.device) -> int:
-    """Bytes of features evaluated together: a quarter of the device's free memory, at most 8 GiB."""
+    """Bytes of features and class scores evaluated together (``seba.evaluate.evaluation_bytes``):
+    a quarter of the device's free memory, at most 8 GiB."""
     return min(8 << 30, available_bytes(device) // 4)
 
 

@@ -49,7 +49,7 @@ def test_summarise_means_over_seeds_and_episodes():
 
 
 def test_seeds_evaluated_together_score_as_each_seed_alone():
-    from seba.evaluate import evaluate_in_groups, evaluate_seeds
+    from seba.evaluate import evaluate_in_groups, evaluate_seeds, evaluation_bytes
 
     rng = np.random.default_rng(1)
     y_tests = [rng.permutation(np.repeat(np.arange(3), 20)) for _ in range(3)]
@@ -62,13 +62,38 @@ def test_seeds_evaluated_together_score_as_each_seed_alone():
         alone = evaluate_members(f, ["r0.1", "r0.2"], y, 3, seed, cfg, "toy")
         pd.testing.assert_frame_equal(frame, alone)  # the same probes, bit for bit
     assert not together[0]["accuracy"].equals(together[1]["accuracy"])
-    # grouped by a memory budget of two seeds' features: the same frames, in seed order
-    per_seed = features[0].element_size() * features[0].numel()
+    # grouped by a memory budget of two seeds' features and scores: the same frames, in seed order
+    per_seed = evaluation_bytes(features[0], 3, cfg.episodes)
     grouped = list(evaluate_in_groups(lambda s: (features[s - 4], y_tests[s - 4]), seeds, ["r0.1", "r0.2"], 3,
                                       cfg, "toy", budget_bytes=2 * per_seed))
     assert [(seed, n) for seed, _, _, n in grouped] == [(4, 2), (5, 2), (6, 1)]
     for (_, frame, _, _), expected in zip(grouped, together):
         pd.testing.assert_frame_equal(frame, expected)
+
+
+def test_seed_groups_fit_the_budget_with_their_class_scores_not_only_their_features():
+    """On a table of many classes a seed's class scores [M, episodes, N, classes] outweigh its
+    features [M, N, F] (devnagari: 46 classes, 100 episodes, 256 features, ~18 times): a budget
+    that holds three seeds' features but not their scores evaluates them one at a time."""
+    from seba.evaluate import evaluate_in_groups, evaluation_bytes
+
+    rng = np.random.default_rng(3)
+    n_classes, cfg = 46, dataclasses.replace(EvaluateConfig(), episodes=4, shots=(1,))
+    y_tests = [rng.permutation(np.arange(92) % n_classes) for _ in range(3)]
+    features = [torch.as_tensor(rng.normal(size=(2, 92, 8)), dtype=torch.float32) for _ in y_tests]
+    feature_bytes = features[0].element_size() * features[0].numel()
+    per_seed = evaluation_bytes(features[0], n_classes, cfg.episodes)
+    assert per_seed == feature_bytes + 4 * 2 * 4 * 92 * n_classes
+    budget = 3 * feature_bytes  # three seeds' features, not even one seed's scores
+    assert per_seed > budget
+    grouped = list(evaluate_in_groups(lambda s: (features[s], y_tests[s]), [0, 1, 2], ["r0.1", "r0.2"], n_classes,
+                                      cfg, "toy", budget_bytes=budget))
+    assert [(seed, n) for seed, _, _, n in grouped] == [(0, 1), (1, 1), (2, 1)]
+    together = list(evaluate_in_groups(lambda s: (features[s], y_tests[s]), [0, 1, 2], ["r0.1", "r0.2"], n_classes,
+                                       cfg, "toy", budget_bytes=3 * per_seed))
+    assert [n for *_, n in together] == [3, 3, 3]
+    for (_, alone, _, _), (_, frame, _, _) in zip(grouped, together):
+        pd.testing.assert_frame_equal(alone, frame)
 
 
 @pytest.mark.parametrize("head", ["prototype_cosine", "prototype_euclidean", "nn_cosine", "nn_euclidean"])
