@@ -30,13 +30,15 @@ def nearest_neighbour_scores(features: torch.Tensor, support: torch.Tensor, supp
     """1-NN to single support rows: every row's score for a class is its highest cosine similarity
     to (or minus its smallest Euclidean distance from) one of that class's support rows, so the
     top class is the nearest support row's. Episodes are taken in chunks of about ``chunk_bytes``
-    of similarities. [M, E, N, C]"""
+    of similarities and, for the Euclidean distance, of the three copies of the rows it makes
+    ([M * e, N, F] each: repeated per episode here, then scaled and padded in ``torch.cdist``). [M, E, N, C]"""
     M, N = features.shape[:2]
     E, S = support.shape
     onehot = F.one_hot(support_labels, n_classes).bool()  # [S, C]: every class has a support row
     rows = F.normalize(features, dim=-1) if metric == "cosine" else features
     out = features.new_empty(M, E, N, n_classes)
-    step = max(1, chunk_bytes // max(1, M * N * S * features.element_size()))
+    per_row = S if metric == "cosine" else S + 3 * (features.shape[-1] + 2)  # elements per (member, episode, row)
+    step = max(1, chunk_bytes // max(1, M * N * per_row * features.element_size()))
     for first in range(0, E, step):
         part = support[first:first + step]  # [e, S]
         sup = rows[:, part]  # [M, e, S, F]
