@@ -35,6 +35,12 @@ class SubtabConfig:
     min_delta: Float = 0.001
     precision: choice("fp32", "bf16", "auto") = "auto"
 
+    def __post_init__(self):
+        bad = [f"{key} {getattr(self, key)} (need >= 0)" for key in ("contrastive_weight", "distance_weight", "noise_level")
+               if not getattr(self, key) >= 0]
+        if bad:
+            raise ConfigError("baselines.subtab: " + "; ".join(bad))
+
 
 def subtab_subsets(groups: np.ndarray, n_subsets: int, overlap: float) -> np.ndarray:
     """SubTab's feature subsets as a bool mask [K, D] over the encoded columns.
@@ -110,8 +116,6 @@ class SubTab(RepresentationMethod):
 
     def fit(self, x_train, x_val, groups):
         cfg = self.cfg
-        if cfg.contrastive_weight < 0 or cfg.distance_weight < 0 or cfg.noise_level < 0:
-            raise ConfigError("params.yaml: 'baselines.subtab' loss weights and noise_level must be >= 0")
         d = x_train.shape[1]
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(derive_seed(self.seed, "subtab", "init"))
