@@ -204,6 +204,9 @@ def test_a_new_method_is_one_module(tmp_path, monkeypatch, request):
     ("saint", {"batch_size": 1}, "'baselines.saint.batch_size' must be at least 2"),
     ("subtab", {"contrastive_weight": -1.0}, "baselines.subtab: contrastive_weight -1.0 (need >= 0)"),
     ("subtab", {"noise_level": -0.1}, "baselines.subtab: noise_level -0.1 (need >= 0)"),
+    ("d2r2", {"alpha": -1.0}, "baselines.d2r2: alpha -1.0 (need >= 0)"),
+    ("d2r2", {"noise_aug_scale": -1.0}, "baselines.d2r2: noise_aug_scale -1.0 (need >= 0)"),
+    ("d2r2", {"val_clusters": 1}, "val_clusters 1 (need >= 2"),
 ])
 def test_values_a_method_cannot_train_with_are_refused_by_validation(root, method, values, message):
     """Each was accepted and then failed (a raw CatBoost error, STUNT's own checks) or trained nothing

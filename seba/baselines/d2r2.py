@@ -43,6 +43,12 @@ class D2r2Config:
     temperature: PositiveFloat = 1.0  # prototype scores' temperature (main.py: 1; argmax unaffected)
 
     def __post_init__(self):
+        bad = [f"{key} {getattr(self, key)} (need >= 0)" for key in ("alpha", "noise_aug_scale", "categorical_noise")
+               if not getattr(self, key) >= 0]
+        if self.val_clusters < 2:  # one pseudo-class scores every checkpoint 1.0: the first would be kept
+            bad.append(f"val_clusters {self.val_clusters} (need >= 2: the pseudo-validation compares classes)")
+        if bad:
+            raise ConfigError("params.yaml: baselines.d2r2: " + "; ".join(bad))
         first = max(1, -(-self.min_accepted_step // self.eval_every)) * self.eval_every  # first selectable step
         if first > self.max_steps:
             raise ConfigError(f"params.yaml: baselines.d2r2: no checkpoint would be pseudo-validated: the first is at "
