@@ -282,3 +282,21 @@ def test_logreg_scores_a_far_row_without_a_divide_by_zero_warning():
         scores = model.scores(X, support, labels, 2, 2)
     assert scores[0, 4, 0] == -float("inf") and scores[0, 4].argmax() == 1
     assert scores[0, :4].argmax(-1).tolist() == [0, 0, 1, 1]
+
+
+def test_a_method_refusing_a_table_names_itself_and_the_dataset():
+    """A method's own refusal inside ``fit`` (T-JEPA: a one-column table leaves no room for a
+    context and a disjoint target) reaches the stage as the same error, naming the method, the
+    dataset and the seed: ``fit`` itself is not told the dataset."""
+    from seba.baselines.base import evaluate_baseline
+    from seba.data import EncodedTable, Split
+    from seba.tracking import NullTracker
+
+    X, y = toy(dim=1)
+    table = EncodedTable(X=X, y=y, groups=np.zeros(1, dtype=np.int64), numeric=np.ones(1, bool),
+                         columns=np.array(["a"]), encoded_names=np.array(["a"]), classes=np.array(["k0", "k1", "k2"]))
+    split = Split(seed=0, train=np.arange(0, 120, 2), val=np.arange(1, 120, 4), test=np.arange(3, 120, 4))
+    with pytest.raises(ConfigError, match=r"^baseline 'tjepa' on dataset 'narrow' \(seed 0\): baselines.tjepa: a table "
+                                          r"of 1 feature\(s\) has no room"):
+        evaluate_baseline(load_method("tjepa"), CONFIGS["tjepa"], table, {0: split}, EvaluateConfig(shots=(1,)),
+                          "narrow", torch.device("cpu"), NullTracker())

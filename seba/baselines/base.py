@@ -6,6 +6,7 @@ early-stopping training loop, ``load_method``, which imports one method's module
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import time
@@ -19,7 +20,7 @@ from seba.config import BaselinesConfig, baseline_names
 from seba import paths
 from seba.data import EncodedTable, check_shots, load_split, scale
 from seba.episodes import sample_episodes
-from seba.errors import ConfigError, TrainingDiverged
+from seba.errors import ConfigError, DataError, TrainingDiverged
 from seba.evaluate import episode_scores, head_scores, summarise, support_hash
 from seba.executor import chunks, placement_tags
 from seba.runtime import derive_seed, log, select_device
@@ -157,6 +158,17 @@ def train_with_early_stopping(modules: list[torch.nn.Module], batch_loss, n_trai
     return {"best_epoch": stopping.best_epoch, "stop_epoch": epoch, "best_val_loss": stopping.best}
 
 
+@contextlib.contextmanager
+def naming(name: str, dataset: str, seed: int):
+    """A method's own refusal (its table is too small or too narrow for it, its training
+    diverged) raised again, of the same type, with the method, dataset and seed in front: a
+    method's ``fit`` and ``scores`` are not told the dataset's name."""
+    try:
+        yield
+    except (ConfigError, DataError, TrainingDiverged) as exc:
+        raise type(exc)(f"baseline '{name}' on dataset '{dataset}' (seed {seed}): {exc}") from exc
+
+
 def score_seed(cls: type[Method], cfg, table: EncodedTable, split, seed: int, evaluate_cfg, dataset: str,
                device: torch.device) -> tuple[pd.DataFrame, float, str]:
     """Method ``cls`` fitted on one seed's unlabeled train and validation parts and scored on
@@ -166,13 +178,15 @@ def score_seed(cls: type[Method], cfg, table: EncodedTable, split, seed: int, ev
     X = scale(table, split.train)
     method = (cls(cfg, seed, device, evaluate_cfg) if issubclass(cls, RepresentationMethod)
               else cls(cfg, seed, device))
-    method.fit(X[split.train], X[split.val], table.groups)
+    with naming(name, dataset, seed):
+        method.fit(X[split.train], X[split.val], table.groups)
     fit_log = f"[baseline {name} {dataset} seed {seed}] trained: {method.log}" if getattr(method, "log", None) else ""
     x_test, y_test = X[split.test], table.y[split.test]
     y = torch.as_tensor(y_test, device=device)
     for shot in evaluate_cfg.shots:
         episodes = sample_episodes(y_test, n_classes, shot, evaluate_cfg.episodes, seed, dataset)
-        scores = method.scores(x_test, episodes.support, episodes.support_labels, n_classes, shot)
+        with naming(name, dataset, seed):
+            scores = method.scores(x_test, episodes.support, episodes.support_labels, n_classes, shot)
         predictions = scores.to(device).argmax(-1)[None]  # [1, E, N]
         accuracy, balanced = episode_scores(predictions, y, torch.as_tensor(episodes.query, device=device),
                                             n_classes)
