@@ -207,6 +207,10 @@ def test_a_new_method_is_one_module(tmp_path, monkeypatch, request):
     ("d2r2", {"alpha": -1.0}, "baselines.d2r2: alpha -1.0 (need >= 0)"),
     ("d2r2", {"noise_aug_scale": -1.0}, "baselines.d2r2: noise_aug_scale -1.0 (need >= 0)"),
     ("d2r2", {"val_clusters": 1}, "val_clusters 1 (need >= 2"),
+    ("scarf", {"min_delta": -0.5}, "'baselines.scarf.min_delta' must lie in [0, 1), got -0.5"),
+    ("vime", {"min_delta": 1.0}, "'baselines.vime.min_delta' must lie in [0, 1), got 1.0"),
+    ("subtab", {"min_delta": -0.1}, "'baselines.subtab.min_delta' must lie in [0, 1)"),
+    ("tjepa", {"min_delta": 2.0}, "'baselines.tjepa.min_delta' must lie in [0, 1)"),
 ])
 def test_values_a_method_cannot_train_with_are_refused_by_validation(root, method, values, message):
     """Each was accepted and then failed (a raw CatBoost error, STUNT's own checks) or trained nothing

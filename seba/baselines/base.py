@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import importlib
 import time
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
@@ -24,7 +25,7 @@ from seba.errors import ConfigError, DataError, TrainingDiverged
 from seba.evaluate import episode_scores, head_scores, summarise, support_hash
 from seba.executor import chunks, placement_tags
 from seba.runtime import derive_seed, log, select_device
-from seba.schema import check
+from seba.schema import Float, check, rule
 from seba.training import EarlyStopping
 
 
@@ -112,6 +113,11 @@ class RepresentationMethod(Method):
                                     torch.as_tensor(support_labels, device=self.device), n_classes, shot,
                                     self.evaluate_cfg, [derive_seed(self.seed, shot, "probe", self.name)])
         return scores[0]
+
+
+# ``min_delta`` of the methods trained by ``train_with_early_stopping``: SeBA's rule and range
+# (``pretrain.min_delta``); a negative one restarts patience on a worse value, one of 1 or more never (positive losses).
+MinDelta = Annotated[Float, rule(lambda v: 0 <= v < 1, "must lie in [0, 1)")]
 
 
 def train_with_early_stopping(modules: list[torch.nn.Module], batch_loss, n_train: int, val_loss, cfg,

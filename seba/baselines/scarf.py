@@ -5,10 +5,10 @@ from __future__ import annotations
 import torch
 
 from seba.baselines import register
-from seba.baselines.base import RepresentationMethod, train_with_early_stopping
+from seba.baselines.base import MinDelta, RepresentationMethod, train_with_early_stopping
 from seba.model import Encoder
 from seba.runtime import derive_seed, resolve_precision
-from seba.schema import Float, Fraction, PairBatch, PositiveFloat, PositiveInt, choice, section
+from seba.schema import Fraction, PairBatch, PositiveFloat, PositiveInt, choice, section
 
 
 @section
@@ -22,7 +22,7 @@ class ScarfConfig:
     max_epochs: PositiveInt = 1000  # cap; early stopping ends earlier
     max_steps: PositiveInt = 3000  # optimiser-step cap (cost budget, as VIME's and SubTab's)
     patience: PositiveInt = 20  # SeBA's early-stopping rule (epochs), short for the cost budget
-    min_delta: Float = 0.001
+    min_delta: MinDelta = 0.001
     precision: choice("fp32", "bf16", "auto") = "auto"
 
 

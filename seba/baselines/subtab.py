@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from seba.baselines import register
-from seba.baselines.base import RepresentationMethod, train_with_early_stopping
+from seba.baselines.base import MinDelta, RepresentationMethod, train_with_early_stopping
 from seba.errors import ConfigError, TrainingDiverged
 from seba.model import Encoder
 from seba.runtime import derive_seed, resolve_precision
@@ -32,7 +32,7 @@ class SubtabConfig:
     max_epochs: PositiveInt = 1000  # cap; early stopping usually ends earlier
     max_steps: PositiveInt = 2000  # cap on optimiser steps (cost budget; SubTab's code: 15 epochs)
     patience: PositiveInt = 20  # SeBA's early-stopping rule, shorter patience for the cost budget
-    min_delta: Float = 0.001
+    min_delta: MinDelta = 0.001
     precision: choice("fp32", "bf16", "auto") = "auto"
 
     def __post_init__(self):

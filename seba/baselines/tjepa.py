@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from seba.baselines import register
-from seba.baselines.base import RepresentationMethod, train_with_early_stopping
+from seba.baselines.base import MinDelta, RepresentationMethod, train_with_early_stopping
 from seba.errors import ConfigError, TrainingDiverged
 from seba.runtime import derive_seed, resolve_precision
 from seba.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
@@ -48,7 +48,7 @@ class TjepaConfig:
     max_epochs: PositiveInt = 300  # (launch: 300; configs.py: 100)
     max_steps: PositiveInt = 500  # optimiser-step cap, whole epochs (cost budget; launch's 300 epochs: 600-2700 steps here, income 21600)
     patience: PositiveInt = 20  # SeBA's early-stopping rule on a fixed-mask validation loss (launch: 100, train loss)
-    min_delta: Float = 0.001
+    min_delta: MinDelta = 0.001
     precision: choice("fp32", "bf16", "auto") = "auto"
 
     def __post_init__(self):

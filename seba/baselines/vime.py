@@ -5,11 +5,11 @@ from __future__ import annotations
 import torch
 
 from seba.baselines import register
-from seba.baselines.base import RepresentationMethod, train_with_early_stopping
+from seba.baselines.base import MinDelta, RepresentationMethod, train_with_early_stopping
 from seba.errors import TrainingDiverged
 from seba.model import Encoder
 from seba.runtime import derive_seed, resolve_precision
-from seba.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
+from seba.schema import Fraction, PositiveFloat, PositiveInt, choice, section
 
 
 @section
@@ -23,7 +23,7 @@ class VimeConfig:
     max_epochs: PositiveInt = 1000  # cap; early stopping usually ends earlier
     max_steps: PositiveInt = 3000  # cap on optimiser steps (cost budget; VIME's code: 10 epochs)
     patience: PositiveInt = 20  # SeBA's early-stopping rule, shorter patience for the cost budget
-    min_delta: Float = 0.001
+    min_delta: MinDelta = 0.001
     precision: choice("fp32", "bf16", "auto") = "auto"
 
 
