@@ -352,11 +352,11 @@ def _source(name: str, entry: Any) -> SourceConfig:
                           f"{{path: {LOCAL_DIR}/mine.csv, target: label}}")
     overrides = _pretrain_overrides(f"{key}.pretrain", entry.get("pretrain"))
     source = check(SourceConfig, {**entry, "pretrain": overrides}, key)
-    if ("openml_id" in entry) == ("path" in entry):
+    if (entry.get("openml_id") is None) == (entry.get("path") is None):  # a key left empty is not given
         raise ConfigError(f"params.yaml: '{key}' needs exactly one of 'openml_id' (an OpenML dataset) "
                           f"or 'path' (a local CSV / parquet file)")
     if source.openml_id is not None:
-        extra = [k for k in entry if k not in ("openml_id", "pretrain")]
+        extra = [k for k, v in entry.items() if k not in ("openml_id", "pretrain") and v is not None]
         if extra:
             raise ConfigError(f"params.yaml: '{key}.{extra[0]}' applies only to local tables (with 'path')")
         return source

@@ -53,6 +53,9 @@ def test_default_params_are_the_papers(root):
      "random_ratio_range, min_masked_columns, fill"),  # not `ratios`, which a dataset cannot set
     (lambda r: r["sources"]["cmc"].update(pretrain={"ratios": [0.1]}), "'sources.cmc.pretrain.ratios' is not allowed"),
     (lambda r: r["sources"]["cmc"].update(pretrain="fp32"), "'sources.cmc.pretrain' must be a mapping"),
+    # an empty id is no id (it ended in a TypeError from pathlib, taking the entry for a local table)
+    (lambda r: r["sources"]["cmc"].update(openml_id=None), "'sources.cmc' needs exactly one of 'openml_id'"),
+    (lambda r: r["sources"]["cmc"].update(openml_id=None, target="class"), "'sources.cmc' needs exactly one of"),
     # the ablation switches
     (lambda r: r["pretrain"].update(ratios=[0.1, "rand"]), "'pretrain.ratios' must be a non-empty list of numbers"),
     (lambda r: r["pretrain"].update(ratios=["random", "random"]), "'pretrain.ratios' has duplicates"),
