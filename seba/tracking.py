@@ -212,9 +212,48 @@ class NullTracker:
 
 
 # ---------------------------------------------------------------------- pushing records
+def _search(client, experiment_id: str, filter_string: str) -> list:
+    """Every active run of the experiment that ``filter_string`` selects, page by page."""
+    runs, token = [], None
+    while True:
+        page = client.search_runs([experiment_id], filter_string, max_results=1000, page_token=token)
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+def _pushed_before(client, experiment_id: str, record: dict) -> list:
+    """The runs of ``record`` already in the store: an earlier push of it stopped where it could not
+    delete what it had made (``kill -9``, SIGTERM, a store lost part-way), or ended but was stopped
+    before it removed the record. Found by the tag ``seba.record_run`` of its top runs and, below
+    them, by ``mlflow.parentRunId``."""
+    found = []
+    for run in record["runs"]:
+        if run["parent"] is None:
+            found += _search(client, experiment_id, f"tags.`seba.record_run` = '{run['id']}'")
+    parents = [run.info.run_id for run in found]
+    while parents:
+        children = [child for parent in parents
+                    for child in _search(client, experiment_id, f"tags.`mlflow.parentRunId` = '{parent}'")]
+        found += children
+        parents = [run.info.run_id for run in children]
+    return found
+
+
 def _push(client, experiment_id: str, record: dict, spool: Path) -> dict[str, str]:
     from mlflow.entities import Metric, Param
 
+    earlier = _pushed_before(client, experiment_id, record)
+    if earlier:
+        by_id = {run.data.tags.get("seba.record_run"): run for run in earlier}
+        # each run is terminated after all its data and before the next one is made: all of them
+        # there and terminated is a whole push, not to be made twice
+        if (len(earlier) == len(record["runs"]) and set(by_id) == {run["id"] for run in record["runs"]}
+                and all(run.info.status != "RUNNING" for run in earlier)):
+            return {record_id: run.info.run_id for record_id, run in by_id.items()}
+        for run in earlier:  # part of a push: the record is pushed whole again below
+            client.delete_run(run.info.run_id)
     ids: dict[str, str] = {}
     try:
         for run in record["runs"]:  # parents come before their children

@@ -241,3 +241,53 @@ def test_seba_track_answers_help_and_refuses_unknown_options_without_pushing(mon
     assert "data/tracking/" in capsys.readouterr().out and not pushed
     tracking.main([])
     assert pushed == [1]
+
+
+# a `track` process killed (kill -9) at the given call of the MLflow client, where no cleanup can run
+_KILLED_PUSH = """
+import os, signal, sys
+from pathlib import Path
+import mlflow.tracking
+import seba.tracking
+where, at = sys.argv[1], int(sys.argv[2])
+owner = seba.tracking.shutil if where == "rmtree" else mlflow.tracking.MlflowClient
+original, calls = getattr(owner, where), []
+def killed(*args, **kwargs):
+    calls.append(1)
+    if len(calls) == at:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return original(*args, **kwargs)
+setattr(owner, where, killed)
+seba.tracking.flush(Path(sys.argv[3]))
+"""
+
+
+@pytest.mark.parametrize("where, at", [("log_batch", 3), ("rmtree", 1)], ids=["during the push", "after the push"])
+def test_a_push_killed_part_way_leaves_each_run_once_in_the_store(tmp_path, monkeypatch, where, at):
+    """A `track` killed while it pushed a record (the runs it had made stay, RUNNING and without
+    their metrics), or after it had pushed it but before it removed the record: the next push
+    makes every run of the record exactly once, whole (before, the record was pushed again
+    beside what the killed push had left, and its runs appeared twice)."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    with Tracker("pretrain", "pretrain toy", root=tmp_path) as tracker:
+        children = []
+        for seed in range(2):
+            children.append(tracker.child(f"seed {seed}", params={"seed": seed}))
+            tracker.log_series({"val_loss": [(step, 1.0 / step) for step in range(1, 11)]}, children[-1])
+            tracker.end_child(children[-1])
+        tracker.log_metrics({"seconds": 3.0})
+    killed = subprocess.run([sys.executable, "-c", _KILLED_PUSH, where, str(at), str(tmp_path)],
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert killed.returncode == -9 and len(_records(tmp_path)) == 1  # the record waits
+
+    ids = flush(tmp_path)
+    assert _records(tmp_path) == []
+    client = MlflowClient(tracking_uri=uri)
+    runs = client.search_runs([client.get_experiment_by_name("seba").experiment_id])
+    assert sorted(r.data.tags["seba.record_run"] for r in runs) == sorted([tracker.run_id, *children])
+    assert {r.info.run_id for r in runs} == set(ids.values()) and {r.info.status for r in runs} == {"FINISHED"}
+    for child in children:
+        assert len(client.get_metric_history(ids[child], "val_loss")) == 10
+        assert client.get_run(ids[child]).data.tags["mlflow.parentRunId"] == ids[tracker.run_id]
+    assert flush(tmp_path) == {}
