@@ -242,7 +242,8 @@ def configure_threads(threads: int) -> int:
 
 
 # write failures that are the machine's, not the code's: they become an OutputError naming the file
-DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+# (EACCES, EPERM: a folder or file this user may not write, e.g. one a container's root made)
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM})
 
 
 def _disk_error(exc: BaseException) -> bool:
@@ -263,8 +264,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it into place only if the block succeeds.
 
     A stage killed halfway therefore never leaves a half-written file under the final name, and
-    a full disk (or a file size limit, or a read-only file system) is an ``OutputError`` naming
-    the file, with the earlier version of it kept.
+    a full disk (or a file size limit, a read-only file system, a folder or file it may not write)
+    is an ``OutputError`` naming the file, with the earlier version of it kept.
     """
     path = Path(path)
     tmp_path = None

@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -258,6 +259,28 @@ def test_a_full_disk_is_a_named_error_and_keeps_the_earlier_file(tmp_path, monke
             tmp.write_text("new")
     monkeypatch.undo()
     assert target.read_text() == "earlier" and [p.name for p in tmp_path.iterdir()] == ["summary.json"]
+
+
+def test_a_folder_that_cannot_be_written_is_a_named_error_not_a_traceback(tmp_path, monkeypatch, capsys):
+    """A reports folder owned by another user (made by a container's root) refuses the temporary
+    file with EACCES: the stage's one error line names the file (before, a PermissionError
+    traceback), and the earlier file stays."""
+    from seba.cli import run_stage
+    from seba.runtime import write_json
+
+    target = tmp_path / "summary.json"
+    target.write_text("earlier")
+
+    def refused(*args, **kwargs):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(tmp_path / ".summary.json.x.tmp"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    with pytest.raises(SystemExit) as exit_:
+        run_stage("aggregate", lambda: write_json(target, {"new": 1}))
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error in stage 'aggregate': cannot write {target}: Permission denied (the earlier version is kept" in err
+    assert target.read_text() == "earlier"
 
 
 def test_a_file_size_limit_at_torch_save_is_a_named_error(tmp_path):
