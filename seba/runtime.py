@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import io
 import json
 import os
@@ -263,14 +264,18 @@ _UMASK = _umask()  # this process's file-creation mask, read once (reading it me
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it into place only if the block succeeds.
 
-    A stage killed halfway therefore never leaves a half-written file under the final name, and
-    a full disk (or a file size limit, a read-only file system, a folder or file it may not write)
+    A stage killed halfway therefore never leaves a half-written file under the final name (the
+    temporary file it leaves is removed by the next write of ``path``: in a folder that is an output,
+    such as reports/figures, it would be recorded and copied with it), and a full disk (or a file size limit, a read-only file system, a folder or file it may not write)
     is an ``OutputError`` naming the file, with the earlier version of it kept.
     """
     path = Path(path)
     tmp_path = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        for stale in path.parent.glob(f".{glob.escape(path.name)}.{'?' * 8}.tmp"):  # a killed write's
+            with contextlib.suppress(OSError):
+                stale.unlink()
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
         tmp_path = Path(tmp)

@@ -261,6 +261,30 @@ def test_a_full_disk_is_a_named_error_and_keeps_the_earlier_file(tmp_path, monke
     assert target.read_text() == "earlier" and [p.name for p in tmp_path.iterdir()] == ["summary.json"]
 
 
+def test_a_write_killed_halfway_leaves_no_temporary_file_after_the_next_write(tmp_path):
+    """kill -9 while a report is written leaves its half-written temporary file beside it; in
+    reports/figures, a folder output, DVC recorded it with the figures and the tracker copied it
+    to MLflow on every later run. The next write of the same file removes it (not another file's)."""
+    target = tmp_path / "accuracy.png"
+    target.write_bytes(b"earlier")
+    other = tmp_path / ".accuracy.png.x.abcdefgh.tmp"  # a temporary file of another name, accuracy.png.x
+    other.write_bytes(b"")
+    script = textwrap.dedent(f"""
+        import os, signal
+        from pathlib import Path
+        from seba.runtime import atomic_path
+        with atomic_path(Path({str(target)!r})) as tmp:
+            tmp.write_bytes(b"half")
+            os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    assert subprocess.run([sys.executable, "-c", script], timeout=120).returncode == -signal.SIGKILL
+    assert len(list(tmp_path.glob(".accuracy.png.*.tmp"))) == 2 and target.read_bytes() == b"earlier"
+    with atomic_path(target) as tmp:
+        tmp.write_bytes(b"new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([target.name, other.name])
+    assert target.read_bytes() == b"new"
+
+
 def test_a_folder_that_cannot_be_written_is_a_named_error_not_a_traceback(tmp_path, monkeypatch, capsys):
     """A reports folder owned by another user (made by a container's root) refuses the temporary
     file with EACCES: the stage's one error line names the file (before, a PermissionError
