@@ -228,12 +228,17 @@ def _pushed_before(client, experiment_id: str, record: dict) -> list:
     delete what it had made (``kill -9``, SIGTERM, a store lost part-way), or ended but was stopped
     before it removed the record. Found by the tag ``seba.record_run`` of its top runs and, below
     them, by ``mlflow.parentRunId``."""
+    depth: dict[str, int] = {}  # parents come before their children in a record
+    for run in record["runs"]:
+        depth[run["id"]] = 0 if run["parent"] is None else depth[run["parent"]] + 1
     found = []
     for run in record["runs"]:
         if run["parent"] is None:
             found += _search(client, experiment_id, f"tags.`seba.record_run` = '{run['id']}'")
     parents = [run.info.run_id for run in found]
-    while parents:
+    for _ in range(max(depth.values(), default=0)):  # no search below the record's deepest runs
+        if not parents:
+            break
         children = [child for parent in parents
                     for child in _search(client, experiment_id, f"tags.`mlflow.parentRunId` = '{parent}'")]
         found += children
