@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from typing import Callable
 
@@ -35,7 +36,30 @@ def parse_args(description: str, **options: type) -> argparse.Namespace:
     return parser.parse_args()
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a batch job's time limit, `timeout`, `kill`) raised where the stage is, so that it
+    ends as after Ctrl-C: worker processes ended, finished seeds kept, a FAILED MLflow record and
+    a message. A second SIGTERM ends the process at once."""
+
+
+def _terminate(signum, frame) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise Terminated()
+
+
 def run_stage(name: str, main: Callable[[], None]) -> None:
+    import threading
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
+    try:
+        _run(name, main)
+    finally:
+        if main_thread and previous is not None:  # (None: a handler not set from Python)
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(name: str, main: Callable[[], None]) -> None:
     try:
         main()
     except USER_ERRORS as exc:
@@ -45,6 +69,10 @@ def run_stage(name: str, main: Callable[[], None]) -> None:
         print(f"error in stage '{name}': out of memory; lower the sizes it works with (evaluate.episodes, "
               f"pretrain.batch_size, the layer widths, seeds per stage) or free memory", file=sys.stderr, flush=True)
         sys.exit(2)
+    except Terminated:
+        print(f"stage '{name}' terminated (SIGTERM): outputs it had begun are incomplete; dvc repro runs it "
+              f"again (DVC records a stage only when it ends)", file=sys.stderr, flush=True)
+        sys.exit(143)
     except KeyboardInterrupt:
         print(f"stage '{name}' interrupted: outputs it had begun are incomplete; dvc repro runs it again (DVC "
               f"records a stage only when it ends)", file=sys.stderr, flush=True)

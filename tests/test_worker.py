@@ -160,6 +160,48 @@ def test_signals_reach_the_delegated_run(stage):
     assert client.wait(timeout=30) == 130
 
 
+
+TERMINATED = '''
+import seba.cli
+import time
+
+from seba.cli import run_stage
+
+
+def main():
+    try:
+        print("started", flush=True)
+        time.sleep(120)
+    finally:
+        print("unwound", flush=True)
+
+
+run_stage("probe", main)
+'''
+
+
+@pytest.mark.parametrize("delegated", [False, True])
+def test_sigterm_ends_a_stage_as_ctrl_c_does(stage, delegated):
+    """SIGTERM (a batch job's time limit, `timeout`) ended a stage outright: no message, no
+    unwinding (its pretrain worker processes, the seeds finished out of order, the FAILED MLflow
+    record). It now unwinds as after Ctrl-C and exits 143 with a message, run alone or by the
+    warm worker."""
+    tmp_path, env = stage
+    (tmp_path / "stages" / "term.py").write_text(TERMINATED)
+    if delegated:
+        run(tmp_path, env, "0")
+        wait_for_worker(tmp_path / "w.sock")
+    else:
+        env = {**env, "SEBA_WORKER": "0"}
+    client = subprocess.Popen([sys.executable, "stages/term.py"], cwd=tmp_path, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert client.stdout.readline().strip() == "started"
+    client.send_signal(signal.SIGTERM)
+    out, err = client.communicate(timeout=60)
+    assert client.returncode == 143 and "unwound" in out, (client.returncode, out, err)
+    assert "stage 'probe' terminated (SIGTERM)" in err
+
+
 def test_processes_a_stage_spawns_do_not_delegate(tmp_path):
     code = "import sys; sys.argv = ['stages/probe.py']; from seba.worker import is_stage_process; print(is_stage_process())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
