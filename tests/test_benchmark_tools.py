@@ -519,6 +519,40 @@ def test_compare_results_pairs_seed_means_over_the_seeds_both_runs_have(tmp_path
     assert "| cmc | 1 | 3 | 52.00 | 52.83 | +0.83 * | 0.33 |" in capsys.readouterr().out
 
 
+
+def test_paired_episodes_pairs_over_seeds_or_over_one_seeds_episodes(tmp_path, capsys, monkeypatch):
+    """paired_episodes.py: the difference B - A per table and shot of the ensemble, its standard
+    error over the seeds' mean differences (two seeds or more) or over the episodes (one seed);
+    runs that scored other episodes are refused naming the table."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    paired = load("paired_episodes")
+
+    def write(folder, seeds, shift, support="h"):
+        rows = [{"member": member, "seed": seed, "shot": 5, "episode": e, "support_hash": f"{support}{seed}{e}",
+                 "accuracy": 50.0 + e + (shift[seed][e] if member == "ensemble" else 9.0)}
+                for member in ("ensemble", "r0.2") for seed in seeds for e in range(3)]
+        (tmp_path / folder).mkdir(exist_ok=True)
+        pd.DataFrame(rows).to_csv(tmp_path / folder / "cmc.csv", index=False)
+
+    zero = {0: [0, 0, 0], 1: [0, 0, 0]}
+    write("a", [0, 1], zero)
+    write("b", [0, 1], {0: [1.0, 2.0, 3.0], 1: [0.0, 0.0, 3.0]})  # seed means +2, +1
+    table = paired.compare(paired.read_dir(tmp_path / "a"), paired.read_dir(tmp_path / "b")).iloc[0]
+    assert table["seeds"] == 2 and table["diff"] == pytest.approx(1.5) and table["se_over"] == "seeds"
+    assert table["se"] == pytest.approx(pd.Series([2.0, 1.0]).std(ddof=1) / 2 ** 0.5)
+    write("a1", [0], zero)
+    write("b1", [0], {0: [1.0, 2.0, 3.0]})
+    one = paired.compare(paired.read_dir(tmp_path / "a1"), paired.read_dir(tmp_path / "b1")).iloc[0]
+    assert one["se_over"] == "episodes" and one["se"] == pytest.approx(pd.Series([1.0, 2.0, 3.0]).std(ddof=1) / 3 ** 0.5)
+    monkeypatch.setattr("sys.argv", ["paired_episodes.py", str(tmp_path / "a1"), str(tmp_path / "b1"),
+                                     "--names", "train_accuracy", "none"])
+    assert paired.main() == 0
+    assert "mean over 1 tables, 5-shot: train_accuracy 51.00, none 53.00, difference +2.00" in capsys.readouterr().out
+    write("other", [0], {0: [1.0, 2.0, 3.0]}, support="x")
+    with pytest.raises(SystemExit, match="cmc: the two runs did not score the same episodes"):
+        paired.compare(paired.read_dir(tmp_path / "a1"), paired.read_dir(tmp_path / "other"))
+
+
 def test_stack_tail_times_the_tail_from_when_half_the_seeds_had_stopped(tmp_path, capsys, monkeypatch):
     """Of an even number of seeds, half have stopped when the lower middle one stops (of 4: the 2nd)."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))

@@ -1,0 +1,88 @@
+"""Two evaluations of the same encoders on the same episodes (an evaluation-only switch such as
+`evaluate.probe_stop`), compared per table and shot for SeBA's ensemble.
+
+Usage (repository root):
+    python benchmarks/paired_episodes.py A_DIR B_DIR [--names A B] [--csv OUT.csv]
+
+Each DIR holds `<dataset>.csv` episode files as the evaluate stage writes them
+(`reports/episodes/`), copied after each run. Tables in both are compared; their episodes must be
+the same (seed, shot, episode and support fingerprint row for row), or the script stops naming
+the table. Per table and shot: both means, the difference B − A and its standard error, paired:
+over the seeds' mean differences when the runs have two seeds or more (`se_over` = seeds), over
+the episodes' differences when they have one (`se_over` = episodes: the noise of those episodes
+on those encoders, not of another seed's encoders). The last line is the mean over tables per shot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import pandas as pd
+
+KEYS = ["seed", "shot", "episode"]
+
+
+def read_dir(path: Path) -> dict[str, pd.DataFrame]:
+    """The ensemble rows of every `<dataset>.csv` in ``path``."""
+    from entry import read_csv
+
+    if not path.is_dir():
+        raise SystemExit(f"error: no such folder: {path}")
+    tables = {}
+    for file in sorted(path.glob("*.csv")):
+        frame = read_csv(file, ("member", *KEYS, "accuracy", "support_hash"), "evaluate stage's episodes file")
+        tables[file.stem] = frame[frame["member"] == "ensemble"]
+    return tables
+
+
+def compare(a: dict[str, pd.DataFrame], b: dict[str, pd.DataFrame], na: str = "A", nb: str = "B") -> pd.DataFrame:
+    rows = []
+    for dataset in [d for d in a if d in b]:
+        both = a[dataset].merge(b[dataset], on=KEYS, how="outer", suffixes=("_a", "_b"), indicator=True)
+        if (both["_merge"] != "both").any() or (both["support_hash_a"] != both["support_hash_b"]).any():
+            raise SystemExit(f"error: {dataset}: the two runs did not score the same episodes (seeds, shots, "
+                             f"episodes or supports differ); compare runs of the same seeds and evaluate.episodes")
+        both["diff"] = both["accuracy_b"] - both["accuracy_a"]
+        for shot, part in both.groupby("shot"):
+            seeds = part.groupby("seed")["diff"].mean()
+            spread, over = (seeds, "seeds") if len(seeds) > 1 else (part["diff"], "episodes")
+            rows.append({"dataset": dataset, "shot": int(shot), "seeds": len(seeds), "episodes": len(part),
+                         na: part["accuracy_a"].mean(), nb: part["accuracy_b"].mean(), "diff": part["diff"].mean(),
+                         "se": spread.std(ddof=1) / math.sqrt(len(spread)) if len(spread) > 1 else math.nan,
+                         "se_over": over})
+    return pd.DataFrame(rows, columns=["dataset", "shot", "seeds", "episodes", na, nb, "diff", "se", "se_over"])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("a", type=Path)
+    parser.add_argument("b", type=Path)
+    parser.add_argument("--names", nargs=2, default=["A", "B"])
+    parser.add_argument("--csv", type=Path)
+    args = parser.parse_args()
+    na, nb = args.names
+    if na == nb or {na, nb} & {"dataset", "shot", "seeds", "episodes", "diff", "se", "se_over"}:
+        raise SystemExit(f"error: --names must be two different names other than the table's columns, got {na} {nb}")
+    table = compare(read_dir(args.a), read_dir(args.b), na, nb)
+    if table.empty:
+        raise SystemExit("error: the two folders share no table")
+    shown = table.round(2)
+    print(shown.to_string(index=False))
+    means = table.groupby("shot")[[na, nb, "diff"]].mean().round(2)
+    for shot, row in means.iterrows():
+        print(f"mean over {table[table['shot'] == shot]['dataset'].nunique()} tables, {shot}-shot: "
+              f"{na} {row[na]:.2f}, {nb} {row[nb]:.2f}, difference {row['diff']:+.2f}")
+    if args.csv:
+        shown.to_csv(args.csv, index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from entry import run_main  # benchmarks/entry.py: a user's bad input is one line
+
+    raise SystemExit(run_main(main))
