@@ -197,6 +197,7 @@ def test_a_new_method_is_one_module(tmp_path, monkeypatch, request):
     ("catboost", {"depth": 17}, "'baselines.catboost.depth' must be <= 16, got 17"),
     ("stunt", {"min_column_fraction": 0.6}, "'baselines.stunt.max_column_fraction' (0.5) must be >= min_column_fraction"),
     ("stunt", {"ways": 1}, "'baselines.stunt.ways' must be >= 2"),
+    ("stunt", {"val_clusters": 1}, "'baselines.stunt.val_clusters' must be >= 2"),
     ("stunt", {"max_steps": 40}, "'baselines.stunt.eval_every' (50) is past 'max_steps' (40)"),
     ("d2r2", {"max_steps": 200}, "no checkpoint would be pseudo-validated: the first is at step 1000"),
     ("scarf", {"batch_size": 1}, "'baselines.scarf.batch_size' must be at least 2"),

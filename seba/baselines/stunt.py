@@ -48,6 +48,9 @@ class StuntConfig:
                               f">= min_column_fraction ({self.min_column_fraction})")
         if self.ways < 2:
             raise ConfigError(f"params.yaml: 'baselines.stunt.ways' must be >= 2 (classes of a task), got {self.ways}")
+        if self.val_clusters < 2:  # one pseudo-class: no pseudo-validation at all, the final weights kept
+            raise ConfigError(f"params.yaml: 'baselines.stunt.val_clusters' must be >= 2 (the pseudo-validation "
+                              f"compares classes), got {self.val_clusters}")
         if self.eval_every > self.max_steps:
             raise ConfigError(f"params.yaml: 'baselines.stunt.eval_every' ({self.eval_every}) is past 'max_steps' "
                               f"({self.max_steps}): no pseudo-validation would choose the encoder; lower eval_every")
