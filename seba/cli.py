@@ -50,13 +50,16 @@ def _terminate(signum, frame) -> None:
 def run_stage(name: str, main: Callable[[], None]) -> None:
     import threading
 
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
+    # only where SIGTERM has its default action: a program that runs stages in-process with its
+    # own handler (benchmarks/gpu_protocol.py) keeps it
+    ours = threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    if ours:
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         _run(name, main)
     finally:
-        if main_thread and previous is not None:  # (None: a handler not set from Python)
-            signal.signal(signal.SIGTERM, previous)
+        if ours:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _run(name: str, main: Callable[[], None]) -> None:
