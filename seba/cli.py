@@ -10,6 +10,7 @@ import sys
 from typing import Callable
 
 from seba.errors import ConfigError, DataError, EpisodeError, ExecutorError, OutputError, TrainingDiverged
+from seba.tracking import keep_for_workspace
 
 USER_ERRORS = (ConfigError, DataError, EpisodeError, TrainingDiverged, OutputError, ExecutorError, FileNotFoundError)
 
@@ -57,9 +58,23 @@ def run_stage(name: str, main: Callable[[], None]) -> None:
         signal.signal(signal.SIGTERM, _terminate)
     try:
         _run(name, main)
+    except BaseException as exc:
+        if not isinstance(exc, SystemExit) or exc.code not in (0, None):
+            _keep_records()
+        raise
     finally:
         if ours:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _keep_records() -> None:
+    """A failed stage in a queued experiment's temporary copy: its record and those of the stages
+    before it go to the workspace, where the next push finds them (``seba.tracking.keep_for_workspace``)."""
+    try:
+        keep_for_workspace()
+    except Exception as exc:  # the stage's own error is the one to show
+        print(f"WARNING: the MLflow records of this experiment were not moved to the workspace "
+              f"({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
 
 
 def _run(name: str, main: Callable[[], None]) -> None:

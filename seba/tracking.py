@@ -7,7 +7,8 @@ metric histories, nested runs, start and end times, copies of its artifacts — 
 MLflow store with their own times (``flush``; also ``seba-track`` / ``python -m seba.tracking``).
 Every failure, writing a record or pushing it, is one warning: a stage always completes its DVC
 outputs, and a record that could not be pushed stays for the next ``track`` (a queued experiment's,
-made in a temporary copy that DVC deletes, waits in the workspace's ``data/tracking/``).
+made in a temporary copy that DVC deletes, waits in the workspace's ``data/tracking/``, as do all of
+its records when one of its stages fails: ``keep_for_workspace``).
 """
 
 from __future__ import annotations
@@ -338,6 +339,20 @@ def _wait(records: list[Path], root: Path) -> str:
     except OSError as exc:
         return f"{PENDING_DIR}/ of this temporary copy, which DVC deletes (not moved to {target}: {_first_line(exc)})"
     return f"{target}/"
+
+
+def keep_for_workspace(root: Path | None = None) -> None:
+    """In a queued experiment's temporary copy, move the records waiting there to the workspace's
+    spool (``_wait``): a stage that fails ends the experiment before its ``track`` stage, and DVC
+    then deletes the copy, with the records of the failed stage and of the stages before it. In
+    the workspace itself, nothing to do: they wait for the next push where they are."""
+    root = root or repo_root()
+    if store_root(root).resolve() == root.resolve():
+        return
+    records = sorted(pending_dir(root).glob("*.json"))
+    if records:
+        log(f"[track] {len(records)} stage record(s) of this experiment wait in {_wait(records, root)} "
+            f"for the next `track` stage ({RETRY})")
 
 
 def flush(root: Path | None = None) -> dict[str, str]:

@@ -203,6 +203,49 @@ def test_records_not_pushed_from_a_temporary_copy_wait_in_the_workspace(tmp_path
     local = client.download_artifacts(ids[tracker.run_id], "table.csv", str(tmp_path / "download"))
     assert Path(local).read_text() == "a,b\n1,2\n" and _records(workspace) == []
 
+def test_a_failed_stage_in_a_temporary_copy_leaves_the_experiments_records_in_the_workspace(
+        tmp_path, monkeypatch, capsys):
+    """A queued experiment whose stage fails never reaches its track stage, and DVC deletes its
+    copy: the failed stage's record and those of the stages before it go to the workspace's spool,
+    where the next push finds them. A stage that ends well leaves them for the copy's own track."""
+    from seba.cli import run_stage
+    from seba.errors import DataError
+
+    copy, workspace = tmp_path / "copy", tmp_path / "workspace"
+    for root in (copy, workspace):
+        root.mkdir()
+        (root / "dvc.yaml").write_text("stages: {}\n")
+    monkeypatch.chdir(copy)
+    monkeypatch.setenv("DVC_ROOT", str(workspace))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{workspace / 'mlflow.db'}")
+
+    def split():
+        with Tracker("split", "split toy", root=copy) as tracker:
+            tracker.log_metrics({"rows": 3})
+
+    def pretrain():
+        (copy / "curve.csv").write_text("epoch,loss\n0,1.0\n")
+        with Tracker("pretrain", "pretrain toy r=0.2", root=copy) as tracker:
+            tracker.log_artifacts(copy / "curve.csv")
+            raise DataError("the encoder collapsed")
+
+    run_stage("split", split)
+    assert len(_records(copy)) == 1 and _records(workspace) == []
+    with pytest.raises(SystemExit) as exc:
+        run_stage("pretrain", pretrain)
+    assert exc.value.code == 2
+    assert _records(copy) == [] and len(_records(workspace)) == 2
+    assert f"2 stage record(s) of this experiment wait in {workspace / PENDING_DIR}/" in capsys.readouterr().err
+    monkeypatch.delenv("DVC_ROOT")
+    ids = flush(workspace)  # the workspace's next track stage
+    client = MlflowClient(tracking_uri=os.environ["MLFLOW_TRACKING_URI"])
+    statuses = sorted((r.data.tags["mlflow.runName"], r.info.status) for r in map(client.get_run, ids.values()))
+    assert statuses == [("pretrain toy r=0.2", "FAILED"), ("split toy", "FINISHED")]
+    [failed] = [i for i in ids.values() if client.get_run(i).data.tags["stage"] == "pretrain"]
+    local = client.download_artifacts(failed, "curve.csv", str(tmp_path / "download"))
+    assert Path(local).read_text() == "epoch,loss\n0,1.0\n"
+
+
 def test_stage_times_reads_the_records_where_mlflow_is_not(tmp_path, monkeypatch):
     """benchmarks/stage_times.py --records: a machine without MLflow keeps the records; the stage
     bodies come from them (the latest finished run of each stage instance, children not counted)."""
