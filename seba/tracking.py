@@ -66,6 +66,13 @@ def _git_commit(root: Path) -> str:
         return "unknown"
 
 
+def _experiment_tags() -> dict[str, str]:
+    """The DVC experiment a stage runs in (``dvc exp run``, queued or not; DVC sets both variables),
+    so that the MLflow UI tells the runs of one experiment from another's: none for ``dvc repro``."""
+    names = {"dvc_experiment": "DVC_EXP_NAME", "dvc_baseline_rev": "DVC_EXP_BASELINE_REV"}
+    return {tag: os.environ[name] for tag, name in names.items() if os.environ.get(name)}
+
+
 def _flatten(prefix: str, obj: Any, out: dict[str, str]) -> None:
     if isinstance(obj, dict):
         for key, value in obj.items():
@@ -114,7 +121,7 @@ class Tracker:
         return self
 
     def _start(self) -> None:
-        tags = {"stage": self.stage, "git_commit": _git_commit(self.root), **self.tags}
+        tags = {"stage": self.stage, "git_commit": _git_commit(self.root), **_experiment_tags(), **self.tags}
         self.run_id = self._new_run(self.run_name, tags, None)
         self.log_params(self.params)
 
@@ -151,7 +158,8 @@ class Tracker:
         """A nested run (e.g. one per seed); returns its id (None if tracking is off)."""
         if self.run_id is None:
             return None
-        all_tags = {"mlflow.parentRunId": self.run_id, "stage": self.stage, **self.tags, **(tags or {})}
+        all_tags = {"mlflow.parentRunId": self.run_id, "stage": self.stage, **_experiment_tags(), **self.tags,
+                    **(tags or {})}
         run_id = self._new_run(run_name, all_tags, self.run_id)
         if params:
             self.log_params(params, run_id)

@@ -145,6 +145,35 @@ def test_a_stage_never_imports_mlflow(tmp_path):
     assert len(_records(tmp_path)) == 1
 
 
+def test_runs_name_the_dvc_experiment_that_made_them(tmp_path, monkeypatch):
+    """Every `dvc exp run` pushes into the one MLflow experiment `seba`: each run and its seeds'
+    carry the DVC experiment's name and baseline revision (DVC sets them in a stage's environment),
+    so that the UI tells one experiment's runs from another's; a plain `dvc repro` sets none."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    made = {}
+    for name in ("tiny-a", None):
+        if name:
+            monkeypatch.setenv("DVC_EXP_NAME", name)
+            monkeypatch.setenv("DVC_EXP_BASELINE_REV", "9f7ef93" + "0" * 33)
+        else:
+            monkeypatch.delenv("DVC_EXP_NAME", raising=False)
+            monkeypatch.delenv("DVC_EXP_BASELINE_REV", raising=False)
+        with Tracker("evaluate", "evaluate toy", tags={"dataset": "toy"}, root=tmp_path) as tracker:
+            tracker.end_child(tracker.child("seed 0", tags={"seed": 0}))
+        made[name] = tracker
+    ids = flush(tmp_path)
+    client = MlflowClient(tracking_uri=uri)
+    for run_id in made["tiny-a"].runs:
+        tags = client.get_run(ids[run_id]).data.tags
+        assert (tags["dvc_experiment"], tags["dvc_baseline_rev"]) == ("tiny-a", "9f7ef93" + "0" * 33)
+    for run_id in made[None].runs:
+        assert not {"dvc_experiment", "dvc_baseline_rev"} & set(client.get_run(ids[run_id]).data.tags)
+    found = client.search_runs([client.get_experiment_by_name("seba").experiment_id],
+                               "tags.dvc_experiment = 'tiny-a'")
+    assert sorted(run.info.run_name for run in found) == ["evaluate toy", "seed 0"]
+
+
 def test_dvc_root_names_the_store_of_a_stage_in_a_temporary_copy(tmp_path, monkeypatch):
     from seba.tracking import tracking_uri
 
