@@ -10,7 +10,6 @@ import sys
 from typing import Callable
 
 from seba.errors import ConfigError, DataError, EpisodeError, ExecutorError, OutputError, TrainingDiverged
-from seba.tracking import keep_for_workspace
 
 USER_ERRORS = (ConfigError, DataError, EpisodeError, TrainingDiverged, OutputError, ExecutorError, FileNotFoundError)
 
@@ -26,6 +25,9 @@ if os.environ.get("DVC_STAGE"):
     from seba.runtime import exit_with_parent
 
     exit_with_parent()
+
+# after the hand-over above: a stage process the warm worker serves never loads it (nor numpy)
+from seba.tracking import keep_for_workspace  # noqa: E402
 
 
 def parse_args(description: str, **options: type) -> argparse.Namespace:
