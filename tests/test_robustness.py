@@ -994,20 +994,26 @@ def test_a_46_class_table_runs_its_episodes(repo, no_mlflow, monkeypatch, capsys
     assert accuracy > 3 * 100 / 46, (accuracy, log)  # percent: three times chance
 
 
+def three_seed_stage(repo: Path, workers: int, threads: int) -> tuple[list[str], Path, list[Path]]:
+    """diabetes r=0.2 with seeds 0-2 as stacks of one, small and short: the stage's arguments, its
+    folder of kept seeds and its three checkpoints."""
+    table = EncodedTable.load(repo / "data" / "processed" / "diabetes.npz")
+    save_splits(repo / "data" / "splits" / "diabetes.npz", [make_split(table.y, s, 1 / 6, 0.1) for s in range(3)])
+    small = {"encoder_hidden": 32, "encoder_out": 16, "projector_hidden": 32, "projector_out": 16, "max_epochs": 4,
+             "patience": 4, "workers": workers, "threads": threads, "stack_size": 1, "progress_seconds": 1e9}
+    edit_params(repo, lambda p: (p.update(seeds=[0, 1, 2]), p["pretrain"].update(small)))
+    kept = repo / ".dvc" / "tmp" / "seba-resume" / "diabetes-0.2"
+    checkpoints = [repo / "data" / "models" / "diabetes" / "r0.2" / f"seed{s}.pt" for s in range(3)]
+    return ["--dataset", "diabetes", "--ratio", "0.2"], kept, checkpoints
+
+
 def test_an_interrupted_pretrain_stage_keeps_the_seeds_it_finished(repo, no_mlflow, monkeypatch, capsys):
     """A pretrain stage stopped during its second stack (Ctrl-C) keeps its first seed; the rerun
     trains only the other two and writes the checkpoints of an uninterrupted run, bit for bit; the
     kept seed is removed when the stage ends; another setting does not reuse a kept seed."""
     import seba.pretrain as pretrain
 
-    table = EncodedTable.load(repo / "data" / "processed" / "diabetes.npz")
-    save_splits(repo / "data" / "splits" / "diabetes.npz", [make_split(table.y, s, 1 / 6, 0.1) for s in range(3)])
-    small = {"encoder_hidden": 32, "encoder_out": 16, "projector_hidden": 32, "projector_out": 16,
-             "max_epochs": 4, "patience": 4, "workers": 1, "threads": 1, "stack_size": 1, "progress_seconds": 1e9}
-    edit_params(repo, lambda p: (p.update(seeds=[0, 1, 2]), p["pretrain"].update(small)))
-    args = ["--dataset", "diabetes", "--ratio", "0.2"]
-    kept = repo / ".dvc" / "tmp" / "seba-resume" / "diabetes-0.2"
-    checkpoints = [repo / "data" / "models" / "diabetes" / "r0.2" / f"seed{s}.pt" for s in range(3)]
+    args, kept, checkpoints = three_seed_stage(repo, workers=1, threads=1)
     real, stacks = pretrain.pretrain_stack, []
 
     def counted(stop_at=None):
@@ -1062,14 +1068,7 @@ def test_stacks_that_finished_before_an_interrupted_one_are_kept(repo, no_mlflow
 
     import seba.pretrain as pretrain
 
-    table = EncodedTable.load(repo / "data" / "processed" / "diabetes.npz")
-    save_splits(repo / "data" / "splits" / "diabetes.npz", [make_split(table.y, s, 1 / 6, 0.1) for s in range(3)])
-    small = {"encoder_hidden": 32, "encoder_out": 16, "projector_hidden": 32, "projector_out": 16,
-             "max_epochs": 4, "patience": 4, "workers": 2, "threads": 2, "stack_size": 1, "progress_seconds": 1e9}
-    edit_params(repo, lambda p: (p.update(seeds=[0, 1, 2]), p["pretrain"].update(small)))
-    args = ["--dataset", "diabetes", "--ratio", "0.2"]
-    kept = repo / ".dvc" / "tmp" / "seba-resume" / "diabetes-0.2"
-    checkpoints = [repo / "data" / "models" / "diabetes" / "r0.2" / f"seed{s}.pt" for s in range(3)]
+    args, kept, checkpoints = three_seed_stage(repo, workers=2, threads=2)
     code, output = run_stage_script("pretrain", args, monkeypatch, capsys)
     assert code == 0 and "2 at a time (1 torch thread each)" in output, output
     reference = [p.read_bytes() for p in checkpoints]
