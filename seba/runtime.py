@@ -265,9 +265,10 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it into place only if the block succeeds.
 
     A stage killed halfway therefore never leaves a half-written file under the final name (the
-    temporary file it leaves is removed by the next write of ``path``: in a folder that is an output,
-    such as reports/figures, it would be recorded and copied with it), and a full disk (or a file size limit, a read-only file system, a folder or file it may not write)
-    is an ``OutputError`` naming the file, with the earlier version of it kept.
+    temporary file it leaves is removed by the next write of ``path``: in a folder that is an
+    output, such as reports/figures, it would be recorded and copied with it), and a full disk (or
+    a file size limit, a read-only file system, a folder or file it may not write) is an
+    ``OutputError`` naming the file, with the earlier version of it kept.
     """
     path = Path(path)
     tmp_path = None
