@@ -38,20 +38,25 @@ def read_dir(path: Path) -> dict[str, pd.DataFrame]:
 
 
 def compare(a: dict[str, pd.DataFrame], b: dict[str, pd.DataFrame], na: str = "A", nb: str = "B") -> pd.DataFrame:
+    from compare_results import paired  # the paired standard error over seeds, defined once
+
     rows = []
     for dataset in [d for d in a if d in b]:
         both = a[dataset].merge(b[dataset], on=KEYS, how="outer", suffixes=("_a", "_b"), indicator=True)
         if (both["_merge"] != "both").any() or (both["support_hash_a"] != both["support_hash_b"]).any():
             raise SystemExit(f"error: {dataset}: the two runs did not score the same episodes (seeds, shots, "
                              f"episodes or supports differ); compare runs of the same seeds and evaluate.episodes")
-        both["diff"] = both["accuracy_b"] - both["accuracy_a"]
-        for shot, part in both.groupby("shot"):
-            seeds = part.groupby("seed")["diff"].mean()
-            spread, over = (seeds, "seeds") if len(seeds) > 1 else (part["diff"], "episodes")
-            rows.append({"dataset": dataset, "shot": int(shot), "seeds": len(seeds), "episodes": len(part),
-                         na: part["accuracy_a"].mean(), nb: part["accuracy_b"].mean(), "diff": part["diff"].mean(),
-                         "se": spread.std(ddof=1) / math.sqrt(len(spread)) if len(spread) > 1 else math.nan,
-                         "se_over": over})
+        means = both.groupby(["shot", "seed"], as_index=False)[["accuracy_a", "accuracy_b"]].mean()
+        means = means.assign(dataset=dataset, paper=math.nan)
+        cells = paired(means.drop(columns="accuracy_b").rename(columns={"accuracy_a": na}),
+                       means.drop(columns="accuracy_a").rename(columns={"accuracy_b": nb}), na, nb)
+        for cell in cells.to_dict("records"):
+            part = both[both["shot"] == cell["shot"]]
+            if cell["seeds"] == 1:  # one seed: the noise of its episodes on its encoders
+                diff = part["accuracy_b"] - part["accuracy_a"]
+                cell["se"] = diff.std(ddof=1) / math.sqrt(len(diff)) if len(diff) > 1 else math.nan
+            rows.append({**cell, "shot": int(cell["shot"]), "episodes": len(part),
+                         "se_over": "seeds" if cell["seeds"] > 1 else "episodes"})
     return pd.DataFrame(rows, columns=["dataset", "shot", "seeds", "episodes", na, nb, "diff", "se", "se_over"])
 
 
