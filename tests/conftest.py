@@ -1,4 +1,5 @@
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -6,6 +7,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("DVC_NO_ANALYTICS", "1")
+
+
+def committed_params(root: Path = ROOT) -> str:
+    """The text of ``root``'s params.yaml as committed (git's HEAD), not the workspace's file, which
+    a user's edit or `dvc exp run -S` changes: the tests of the defaults, and those that start a
+    pipeline of their own from them, read this. Outside a git checkout (an unpacked archive), the file."""
+    try:
+        return subprocess.run(["git", "show", "HEAD:./params.yaml"], cwd=root, capture_output=True, encoding="utf-8",
+                              check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return (root / "params.yaml").read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="session")

@@ -1,23 +1,50 @@
 import copy
 import dataclasses
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
+from conftest import committed_params
 from seba.baselines.base import load_method
 from seba.config import baseline_names, load_params, parse_params, read_params_file
 from seba.errors import ConfigError
 
 
 @pytest.fixture()
-def raw(root):
-    return yaml.safe_load((root / "params.yaml").read_text())
+def raw():
+    return yaml.safe_load(committed_params())
 
 
-def test_default_params_are_the_papers(root):
-    p = load_params(root / "params.yaml")
+@pytest.fixture()
+def committed_file(tmp_path):
+    """params.yaml as committed, as a file (the workspace's may hold a user's edit)."""
+    path = tmp_path / "committed" / "params.yaml"
+    path.parent.mkdir()
+    path.write_text(committed_params())
+    return path
+
+
+def test_committed_params_is_heads_file_not_the_workspace_edit(tmp_path):
+    """committed_params() (tests/conftest.py) reads params.yaml at git's HEAD, so an edit in the
+    workspace (`dvc exp run -S` writes its values there) does not reach the tests of the defaults;
+    outside a git checkout it reads the file. The project lies in a subfolder of the repository
+    here: HEAD's path is taken relative to it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "params.yaml").write_text("seeds: [0]\n")
+    assert committed_params(project) == "seeds: [0]\n"  # no git checkout: the file
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "project/params.yaml"], ["commit", "-qm", "params"]):
+        subprocess.run(git + args, cwd=tmp_path, check=True, capture_output=True)
+    (project / "params.yaml").write_text("seeds: [0, 1, 2]\n")
+    assert committed_params(project) == "seeds: [0]\n"
+
+
+def test_default_params_are_the_papers(committed_file):
+    p = load_params(committed_file)
     assert p.pretrain.ratios == (0.1, 0.2, 0.3, 0.4, 0.5)
     assert (p.pretrain.lr, p.pretrain.batch_size, p.pretrain.patience, p.pretrain.max_epochs) == (1e-3, 1024, 100, 10000)
     assert (p.pretrain.encoder_hidden, p.pretrain.projector_hidden, p.pretrain.projector_out) == (1024, 1024, 256)
@@ -98,11 +125,11 @@ def test_a_datasets_own_pretrain_values_apply_to_it_alone(raw):
     assert cmc.lr == p.pretrain.lr and cmc.ratios == p.pretrain.ratios
 
 
-def test_params_yaml_is_read_as_dvc_reads_it(tmp_path, root):
+def test_params_yaml_is_read_as_dvc_reads_it(tmp_path):
     """A key given twice is refused, naming both lines (PyYAML kept the last copy: a second
     `pretrain:` section silently reset the first one's keys to their defaults, while DVC refuses
     the file); `1e-4` is a number, as in DVC's YAML 1.2 (PyYAML read it as text)."""
-    text = (root / "params.yaml").read_text()
+    text = committed_params()
     twice = tmp_path / "twice.yaml"
     twice.write_text(text + "\npretrain:\n  max_epochs: 4\n")
     first = next(i for i, line in enumerate(text.splitlines(), 1) if line.startswith("pretrain:"))
@@ -129,13 +156,13 @@ def test_a_datasets_own_values_are_checked_with_the_section_they_join(raw):
     assert p.pretrain_for("dna").encoder == "mlp"
 
 
-def test_default_dataset_values_are_the_measured_ones(root):
+def test_default_dataset_values_are_the_measured_ones(committed_file):
     """bf16 autocast measured 0.74 points under fp32 on income over three seeds; on pixel our two
     speed deviations together 0.66 points under the paper's settings over ten seeds, and encoder
     output 1024 (released code) 1.14 points over 256 on three (docs/method.md: precision, early-stopping
     threshold, encoder): those two tables train as measured best, the other six keep the
     section's faster defaults."""
-    p = load_params(root / "params.yaml")
+    p = load_params(committed_file)
     assert (p.pretrain.precision, p.pretrain.min_delta) == ("auto", 0.001)
     own = {name for name in p.datasets if p.pretrain_for(name) != p.pretrain}
     assert own == {"income", "pixel"}
@@ -186,7 +213,7 @@ def test_params_are_read_as_dvc_reads_them():
         assert (type(a), repr(a)) == (type(b), repr(b)), (scalar, a, b)
     merges = "a: &a {x: 1, y: 1}\nb: &b {z: 2}\nd:\n  <<: *a\n  y: 2\ne:\n  <<: [*a, *b]\n"  # an explicit key wins
     assert yaml.load(merges, Loader=ParamsLoader) == parse_yaml(merges, "params.yaml")
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[1]  # the workspace's file, edits included: the one the stages read
     assert yaml.load((root / "params.yaml").read_text(), Loader=ParamsLoader) == parse_yaml(
         (root / "params.yaml").read_text(), "params.yaml")
 
@@ -207,7 +234,7 @@ def test_params_written_by_the_pipeline_read_back_unchanged():
     assert yaml.load(text, Loader=ParamsLoader) == values
     assert parse_yaml(text, "params.yaml") == values
     assert "- '1e3'" in text and "- '-.5'" in text and "- a b" in text  # quoted only where needed
-    raw = read_params_file(Path(__file__).resolve().parents[1] / "params.yaml")
+    raw = read_params_file(Path(__file__).resolve().parents[1] / "params.yaml")  # the workspace's, as the GPU runs edit it
     assert yaml.load(dump_params(raw), Loader=ParamsLoader) == raw
 
 
