@@ -1,6 +1,6 @@
 import os
-import subprocess
 from pathlib import Path
+from subprocess import CalledProcessError, run  # bound here: some tests replace subprocess.run
 
 import pytest
 
@@ -14,9 +14,9 @@ def committed_params(root: Path = ROOT) -> str:
     a user's edit or `dvc exp run -S` changes: the tests of the defaults, and those that start a
     pipeline of their own from them, read this. Outside a git checkout (an unpacked archive), the file."""
     try:
-        return subprocess.run(["git", "show", "HEAD:./params.yaml"], cwd=root, capture_output=True, encoding="utf-8",
-                              check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
+        return run(["git", "show", "HEAD:./params.yaml"], cwd=root, capture_output=True, encoding="utf-8",
+                   check=True).stdout
+    except (OSError, CalledProcessError):
         return (root / "params.yaml").read_text(encoding="utf-8")
 
 

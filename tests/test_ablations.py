@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from conftest import committed_params
 from seba import ablations as ab
 from seba import paths
 from seba.config import parse_params
@@ -46,7 +47,7 @@ def test_every_variant_is_one_experiment_and_each_default_row_the_default_experi
 
 
 def test_the_defaults_are_params_yaml_and_every_variant_is_valid_params():
-    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw = yaml.safe_load(committed_params())
     flat = ab.flatten(raw)
     assert {k: flat[k] for k in ab.DEFAULTS} == ab.DEFAULTS  # the committed params are the paper's SeBA
     assert ab.identify(flat) == ab.DEFAULT
@@ -105,7 +106,7 @@ def test_queue_options():
 
 def show_entry(name, slug, state="success", rev=None, seeds=(0, 1, 2), datasets=("cmc", "dna"), log=None, **extra):
     """One experiment as `dvc exp show --json` (DVC 3) lists it."""
-    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw = yaml.safe_load(committed_params())
     for key, value in {**(ab.signature(slug) if slug else {}), **extra}.items():
         section, name_ = key.split(".")
         raw[section][name_] = value
@@ -234,7 +235,7 @@ def test_tables_git_does_not_hold_travel_with_each_queued_experiment(tmp_path):
     (tmp_path / "data" / "snapshot" / "fashion.parquet").write_bytes(b"a supplied copy")
     (tmp_path / "data" / "local").mkdir()
     (tmp_path / "data" / "local" / "mine.csv").write_text("a,label\n1,0\n")
-    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw = yaml.safe_load(committed_params())
     raw["sources"]["mine"] = {"path": "data/local/mine.csv", "target": "label"}
     params = parse_params(raw)
     assert ab.untracked_inputs(params, ["cmc", "fashion", "mine", "devnagari"], tmp_path) == \
@@ -343,7 +344,7 @@ def test_queue_warns_about_experiments_left_running_by_a_dead_worker(tmp_path, m
     folder.mkdir(parents=True)
     (folder / "dvc-exp-worker-1.json").write_text(json.dumps({"pid": 2 ** 22 + 12345, "returncode": None}))
     monkeypatch.setattr(ab, "repo_root", lambda: tmp_path)
-    (tmp_path / "params.yaml").write_text((ROOT / "params.yaml").read_text())  # what queue checks the plans with
+    (tmp_path / "params.yaml").write_text(committed_params())  # what queue checks the plans with
     shutil.copytree(ROOT / "data" / "snapshot", tmp_path / "data" / "snapshot",  # and the tables' rows
                     ignore=shutil.ignore_patterns("fashion.parquet"))
     monkeypatch.setattr(ab, "dvc_json", lambda args, root: show_of(show_entry("old-ratio-0.2", "ratio-0.2", state="running")))
@@ -543,7 +544,7 @@ def test_episodes_that_lack_a_seed_of_the_experiment_are_named(paper):
 def test_a_switch_a_dataset_sets_for_itself_is_refused_by_queue_and_named_by_collect(paper, tmp_path):
     """`sources.<dataset>.pretrain.fill` (or another switch) would train that dataset with it in
     every experiment, the default too: queue refuses it, collect names an experiment that had it."""
-    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw = yaml.safe_load(committed_params())
     raw["sources"]["cmc"]["pretrain"] = {"fill": "marginal", "precision": "fp32"}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
     with pytest.raises(SystemExit, match=r"params.yaml sets ablation switches for single datasets "
@@ -950,7 +951,7 @@ def test_the_committed_collection_merges_with_this_params_yaml():
     import yaml
 
     _, groups = ab.read_collected(ROOT / "reports" / "ablations")
-    here = ab.flatten(yaml.safe_load((ROOT / "params.yaml").read_text()))
+    here = ab.flatten(yaml.safe_load(committed_params()))
     per_round = ("seeds", "datasets", "evaluate.shots", "evaluate.prototype_shots", "baselines.methods")
     for group in groups:
         theirs = group.chosen[ab.DEFAULT].params

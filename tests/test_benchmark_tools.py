@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from conftest import committed_params
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -21,7 +23,7 @@ def load(name):
 
 def test_gpu_protocol_edits_dotted_keys_and_refuses_unknown_sections():
     edit = load("gpu_protocol").edit_params
-    text = (ROOT / "params.yaml").read_text()
+    text = committed_params()
     params = yaml.safe_load(edit(text, ["seeds=4", "pretrain.precision=tf32", "baselines.methods=[knn]"]))
     assert params["seeds"] == [0, 1, 2, 3]
     assert params["pretrain"]["precision"] == "tf32" and params["baselines"]["methods"] == ["knn"]
@@ -378,7 +380,7 @@ def test_gpu_protocol_stage_deadline_then_resume_runs_each_pretrain_stage_once(t
     import types
 
     protocol = load("gpu_protocol")
-    (tmp_path / "params.yaml").write_text((ROOT / "params.yaml").read_text())
+    (tmp_path / "params.yaml").write_text(committed_params())
     monkeypatch.setattr(protocol, "ROOT", tmp_path)
     monkeypatch.setattr(protocol, "DONE", tmp_path / ".dvc" / "tmp" / "gpu-protocol")
     clock = {"now": 0.0}
@@ -421,7 +423,7 @@ def test_gpu_protocol_stage_deadline_then_resume_runs_each_pretrain_stage_once(t
     # other params: every stage runs again
     pretrained, _ = run("--resume", "--set", "seeds=2", "pretrain.lr=0.01")
     assert len(pretrained) == 5
-    assert (tmp_path / "params.yaml").read_text() == (ROOT / "params.yaml").read_text()
+    assert (tmp_path / "params.yaml").read_text() == committed_params()
 
 
 def test_a_benchmark_given_a_missing_or_malformed_file_says_so_in_one_line(tmp_path):
@@ -574,7 +576,7 @@ def test_pretrain_log_keys_records_as_the_committed_ones_and_their_readers_do(tm
 
     log_module = load("pretrain_log")
     edit = load("gpu_protocol").edit_params
-    (tmp_path / "params.yaml").write_text(edit((ROOT / "params.yaml").read_text(),
+    (tmp_path / "params.yaml").write_text(edit(committed_params(),
                                                ["datasets=[cmc]", "pretrain.ratios=[0.1, 0.25]"]))
     entry = {"best_epoch": 3, "stop_epoch": 9, "steps": 18, "capped": 0, "seconds": 1.5, "best_val_loss": 4.7,
              "masked_columns": 1, "val_loss": [4.81234567, 4.7]}

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
+from conftest import committed_params
 from seba.config import EvaluateConfig
 from seba.evaluate import ENSEMBLE, episode_scores, evaluate_members, summarise
 
@@ -128,7 +129,7 @@ def test_a_prototype_shot_that_is_not_evaluated_is_named(monkeypatch, capsys):
     from seba.config import parse_params
     from seba.errors import ConfigError
 
-    raw = yaml.safe_load((Path(__file__).resolve().parents[1] / "params.yaml").read_text())
+    raw = yaml.safe_load(committed_params())
     monkeypatch.setattr(stage, "feature_loader", lambda *a: None)
     monkeypatch.setattr(stage, "evaluate_in_groups", lambda *a, **k: iter(()))
     monkeypatch.setattr(stage, "check_pretrained", lambda *a: None)  # no encoders needed: the features are stubbed

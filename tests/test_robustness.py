@@ -22,6 +22,7 @@ import pytest
 import torch
 import yaml
 
+from conftest import committed_params
 from seba.config import PretrainConfig
 from seba.data import EncodedTable, encode_table, load_snapshot, make_split, save_splits, scale
 from seba.errors import ConfigError, TrainingDiverged
@@ -40,7 +41,7 @@ def repo(tmp_path, monkeypatch):
     """A temporary repo: dvc.yaml, params.yaml (diabetes only), the diabetes snapshot, diabetes's
     fetched / processed / split outputs, an earlier metrics file and a user table."""
     shutil.copy(ROOT / "dvc.yaml", tmp_path / "dvc.yaml")
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params = yaml.safe_load(committed_params())
     params["datasets"] = ["diabetes"]
     params["sources"] = {"diabetes": {"openml_id": 37}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

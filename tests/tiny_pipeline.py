@@ -13,6 +13,8 @@ from pathlib import Path
 
 import yaml
 
+from conftest import committed_params
+
 TINY = {
     "seeds": [0],
     "datasets": ["diabetes", "cmc"],
@@ -45,8 +47,9 @@ def set_params(repo: Path, updates: dict) -> None:
 
 
 def build(root: Path, work: Path, params: dict | None = None, repro: bool = True) -> tuple[Path, dict, str]:
-    """(repository, environment, output of its first `dvc repro`): ``params`` (default ``TINY``)
-    over the repository's params.yaml, committed; ``repro=False`` runs nothing (output '')."""
+    """(repository, environment, output of its first `dvc repro`): a git repository of the working
+    tree's files, its params.yaml the committed one (HEAD's, not the workspace's) with ``params``
+    (default ``TINY``) over it; ``repro=False`` runs nothing (output '')."""
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=root, capture_output=True,
                            text=True, check=True).stdout.split()
     for name in files:
@@ -54,6 +57,7 @@ def build(root: Path, work: Path, params: dict | None = None, repro: bool = True
         if src.is_file():
             (work / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, work / name)
+    (work / "params.yaml").write_text(committed_params(root))
     for stale in ("dvc.lock", "reports"):
         path = work / stale
         if path.is_dir():
