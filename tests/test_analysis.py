@@ -8,6 +8,7 @@ import pytest
 import torch
 import yaml
 
+from conftest import committed_params
 from seba.analysis import (_masks, check_inputs, ensemble_features, fraction_rows, knn_fraction, label_consistency,
                            nearest_neighbours, pretraining_view, report_markdown, same_class_fraction, verdicts)
 from seba.config import AnalysisConfig, parse_params
@@ -100,20 +101,20 @@ def test_the_ensemble_normalises_each_encoder():
     ("seed", -1, "'analysis.seed' must lie in [0, 4294967295]"),
     ("maskz", 3, "unknown key 'analysis.maskz' (did you mean 'masks'?)"),
 ])
-def test_analysis_params_are_checked_by_name(root, key, value, fragment):
-    raw = yaml.safe_load((root / "params.yaml").read_text())
+def test_analysis_params_are_checked_by_name(key, value, fragment):
+    raw = yaml.safe_load(committed_params())
     raw.setdefault("analysis", {})[key] = value
     with pytest.raises(ConfigError) as error:
         parse_params(raw)
     assert fragment in str(error.value)
 
 
-def test_missing_inputs_are_named_before_any_table_is_analysed(root, tmp_path):
+def test_missing_inputs_are_named_before_any_table_is_analysed(tmp_path):
     """One missing encoder of the second table stops the analysis before the first is analysed
     (it would be minutes into the work), naming the files and the command that makes them."""
     from seba import paths
 
-    raw = yaml.safe_load((root / "params.yaml").read_text())
+    raw = yaml.safe_load(committed_params())
     raw.update(datasets=["diabetes", "cmc"], seeds=[0])
     raw["pretrain"]["ratios"] = [0.2, 0.5]
     params = parse_params(raw)
@@ -164,8 +165,8 @@ def test_the_analysis_stage_runs_only_when_asked_and_writes_its_report(tiny_pipe
     assert stages_run(run(["dvc", "repro", "--dry"], work, env).stdout) == set()
 
 
-def test_batches_no_larger_than_k_are_refused_by_name(root):
-    raw = yaml.safe_load((root / "params.yaml").read_text())
+def test_batches_no_larger_than_k_are_refused_by_name():
+    raw = yaml.safe_load(committed_params())
     raw["analysis"] = {"batch_rows": 20, "max_k": 20}
     with pytest.raises(ConfigError, match=r"'analysis.batch_rows' \(20\) must exceed 'analysis.max_k' \(20\)"):
         parse_params(raw)
@@ -173,13 +174,13 @@ def test_batches_no_larger_than_k_are_refused_by_name(root):
     assert parse_params(raw).analysis.batch_rows == 21
 
 
-def test_target_views_are_drawn_with_the_datasets_pretraining_settings(root):
+def test_target_views_are_drawn_with_the_datasets_pretraining_settings():
     """(a) masks k = max(min_masked_columns, floor(r * G)) columns and sees the rows scaled as the
     dataset's pretraining scales them (its own `sources.<ds>.pretrain` values over the section)."""
     gen = torch.Generator().manual_seed(0)
     assert {int(m.sum()) for m in _masks(10, SMALL, gen, 1)} == {2}
     assert {int(m.sum()) for m in _masks(10, SMALL, gen, 4)} == {4}
-    raw = yaml.safe_load((root / "params.yaml").read_text())
+    raw = yaml.safe_load(committed_params())
     raw["datasets"] = ["cmc", "diabetes"]
     raw["sources"]["diabetes"]["pretrain"] = {"normalise": False, "min_masked_columns": 3}
     params = parse_params(raw)

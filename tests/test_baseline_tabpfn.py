@@ -12,6 +12,7 @@ import pytest
 import torch
 import yaml
 
+from conftest import committed_params
 from seba.baselines.base import evaluate_baseline, method_config
 from seba.baselines.tabpfn import TabPFN, TabpfnConfig, checkpoint
 from seba.config import EvaluateConfig, parse_params
@@ -101,8 +102,8 @@ class Tracker:
 
 # ---------------------------------------------------------------------------- the params section
 
-def test_its_section_holds_the_defaults_and_it_does_not_run_by_default(root):
-    raw = yaml.safe_load((root / "params.yaml").read_text())
+def test_its_section_holds_the_defaults_and_it_does_not_run_by_default():
+    raw = yaml.safe_load(committed_params())
     params = parse_params(raw)
     assert "tabpfn" not in params.baselines.methods  # it cannot run without its weights
     cfg = method_config(params.baselines, "tabpfn")
@@ -123,15 +124,15 @@ def test_its_section_holds_the_defaults_and_it_does_not_run_by_default(root):
     ({"model_path": 5}, "'baselines.tabpfn.model_path'"),
     ({"n_estimator": 4}, "unknown key 'baselines.tabpfn.n_estimator' \\(did you mean 'n_estimators'\\?\\)"),
 ])
-def test_bad_values_name_the_key(root, edit, message):
-    raw = copy.deepcopy(yaml.safe_load((root / "params.yaml").read_text()))
+def test_bad_values_name_the_key(edit, message):
+    raw = copy.deepcopy(yaml.safe_load(committed_params()))
     raw["baselines"]["tabpfn"].update(edit)
     with pytest.raises(ConfigError, match=message):
         method_config(parse_params(raw).baselines, "tabpfn")
 
 
-def test_a_model_path_and_the_options_are_accepted(root):
-    raw = copy.deepcopy(yaml.safe_load((root / "params.yaml").read_text()))
+def test_a_model_path_and_the_options_are_accepted():
+    raw = copy.deepcopy(yaml.safe_load(committed_params()))
     raw["baselines"]["methods"] = ["knn", "tabpfn"]
     raw["baselines"]["tabpfn"].update(model_path="~/w/tabpfn-v2-classifier.ckpt", too_many_features="subsample",
                                       device="cpu", inference_precision="fp32")

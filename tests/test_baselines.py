@@ -8,6 +8,7 @@ import pytest
 import torch
 import yaml
 
+from conftest import committed_params
 import seba.baselines
 import seba.config
 
@@ -171,7 +172,7 @@ def test_a_new_method_is_one_module(tmp_path, monkeypatch, request):
     monkeypatch.setitem(seba.baselines.METHODS, "nearest_mean", None)  # restored (removed) after the test
     request.addfinalizer(lambda: (sys.modules.pop("seba.baselines.nearest_mean", None),
                                   vars(seba.baselines).pop("nearest_mean", None)))
-    raw = yaml.safe_load((Path(__file__).resolve().parents[1] / "params.yaml").read_text())
+    raw = yaml.safe_load(committed_params())
     raw["baselines"]["methods"] = ["knn", "nearest_mean"]
     raw["baselines"]["nearest_mean"] = {"shrink": 1.0}
     params = parse_params(raw)
@@ -213,18 +214,18 @@ def test_a_new_method_is_one_module(tmp_path, monkeypatch, request):
     ("subtab", {"min_delta": -0.1}, "'baselines.subtab.min_delta' must lie in [0, 1)"),
     ("tjepa", {"min_delta": 2.0}, "'baselines.tjepa.min_delta' must lie in [0, 1)"),
 ])
-def test_values_a_method_cannot_train_with_are_refused_by_validation(root, method, values, message):
+def test_values_a_method_cannot_train_with_are_refused_by_validation(method, values, message):
     """Each was accepted and then failed (a raw CatBoost error, STUNT's own checks) or trained nothing
     (one-row batches, no pseudo-validated checkpoint) inside the baseline stage, after pretraining."""
-    raw = yaml.safe_load((root / "params.yaml").read_text())
+    raw = yaml.safe_load(committed_params())
     raw["baselines"][method] = {**(raw["baselines"].get(method) or {}), **values}
     with pytest.raises(ConfigError) as error:
         check_baselines(parse_params(raw).baselines)
     assert message in str(error.value)
 
 
-def test_a_listed_method_needs_its_section(root, tmp_path):
-    text = (root / "params.yaml").read_text()
+def test_a_listed_method_needs_its_section(tmp_path):
+    text = committed_params()
     raw = yaml.safe_load(text)
     raw["baselines"]["methods"] = ["knn", "vime"]
     del raw["baselines"]["vime"]
@@ -233,12 +234,13 @@ def test_a_listed_method_needs_its_section(root, tmp_path):
         seba.config.load_params(tmp_path / "params.yaml")
 
 
-def test_checking_params_imports_no_method_code():
+def test_checking_params_imports_no_method_code(tmp_path):
     """The stages other than a method's own read params.yaml without importing any method (nor
     torch), so none of them depends on a method's code in DVC."""
-    code = ("import sys; from seba.config import load_params; p = load_params(); "
+    (tmp_path / "params.yaml").write_text(committed_params())
+    code = ("import sys; from seba.config import load_params; p = load_params(sys.argv[1]); "
             "print(sorted(m for m in sys.modules if m.startswith('seba.baselines') or m == 'torch'))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "params.yaml")], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[1])
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

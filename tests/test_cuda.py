@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import committed_params
 from seba.config import load_params
 from seba.data import encode_table, load_snapshot, make_split, scale
 from seba.evaluate import evaluate_members, summarise
@@ -19,8 +20,10 @@ CPU, CUDA = torch.device("cpu"), torch.device("cuda")
 
 
 @pytest.fixture(scope="module")
-def karhunen(root, snapshot_dir):
-    params = load_params(root / "params.yaml")
+def karhunen(snapshot_dir, tmp_path_factory):
+    path = tmp_path_factory.mktemp("params") / "params.yaml"
+    path.write_text(committed_params())
+    params = load_params(path)
     frame, _ = load_snapshot(params.sources["karhunen"].openml_id, snapshot_dir)
     table = encode_table(frame)
     split = make_split(table.y, 0, params.split.test_fraction, params.split.val_fraction)

@@ -32,6 +32,13 @@ CPU = torch.device("cpu")
 SEBA = str(Path(__file__).resolve().parents[1] / "seba")
 
 
+@pytest.fixture()
+def raw():
+    from conftest import committed_params  # not at the top: Ray's workers import this file (py_modules) without it
+
+    return yaml.safe_load(committed_params())
+
+
 def test_chunks_are_consecutive_and_balanced():
     assert chunks(list(range(7)), 3) == [[0, 1, 2], [3, 4], [5, 6]]
     assert chunks(list(range(2)), 5) == [[0], [1]]  # never an empty task
@@ -46,8 +53,7 @@ def test_chunks_are_consecutive_and_balanced():
     ({"retries": -1}, "'executor.retries' must be an integer >= 0 (0 = none)"),
     ({"adress": "x"}, "unknown key 'executor.adress' (did you mean 'address'?)"),
 ])
-def test_bad_executor_params_name_the_key(root, edit, message):
-    raw = yaml.safe_load((root / "params.yaml").read_text())
+def test_bad_executor_params_name_the_key(raw, edit, message):
     raw["executor"].update(edit)
     with pytest.raises(ConfigError) as error:
         parse_params(raw)
@@ -59,13 +65,12 @@ def test_bad_executor_params_name_the_key(root, edit, message):
     ({"gpus_per_task": 64}, "executor asks 1 CPUs and 64 GPUs per task"),
     ({"local_cpus": 1, "cpus_per_task": 2}, "(executor.local_cpus 1 of "),
 ])
-def test_validate_refuses_tasks_the_local_ray_instance_cannot_run(root, monkeypatch, edit, message):
+def test_validate_refuses_tasks_the_local_ray_instance_cannot_run(raw, monkeypatch, edit, message):
     """Without a cluster address the stages start a local Ray instance: seba-validate checks the
     task shape against this machine before DVC removes any output (the stage would fail later)."""
     from seba.validate import machine_problems
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    raw = yaml.safe_load((root / "params.yaml").read_text())
     raw["executor"].update(kind="ray", address=None, **edit)
     problems = machine_problems(parse_params(raw))
     assert len(problems) == 1 and message in problems[0] and "the local Ray instance a stage starts here" in problems[0]

@@ -30,6 +30,7 @@ import pytest
 import torch
 import yaml
 
+from conftest import committed_params
 from seba.config import PretrainConfig, parse_params
 from seba.data import encode_table, load_snapshot, make_split, read_manifest, scale
 from seba.errors import ConfigError, DataError, EncoderCollapsed, OutputError
@@ -48,7 +49,7 @@ NO_CUDA = not torch.cuda.is_available()
 @pytest.fixture()
 def small_repo(tmp_path):
     """A repository root with params.yaml (diabetes only) and diabetes's offline snapshot."""
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params = yaml.safe_load(committed_params())
     params["datasets"] = ["diabetes"]
     params["sources"] = {"diabetes": {"openml_id": 37}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
@@ -142,11 +143,11 @@ def test_the_committed_manifest_is_valid():
 
 
 @pytest.mark.skipif(not NO_CUDA, reason="needs a machine without CUDA")
-def test_cuda_without_a_gpu_is_a_named_error_before_any_stage_runs(root):
+def test_cuda_without_a_gpu_is_a_named_error_before_any_stage_runs():
     """The `validate` check (the first stage, and every stage's own check of params.yaml) names each
     key that asks for CUDA; a stage selecting its device names the key it was given."""
     from seba.validate import _check_devices
-    raw = yaml.safe_load((root / "params.yaml").read_text())
+    raw = yaml.safe_load(committed_params())
     raw["pretrain"]["device"] = "cuda"
     raw["sources"]["cmc"]["pretrain"] = {"device": "cuda"}
     problems = _check_devices(parse_params(raw))
@@ -156,8 +157,8 @@ def test_cuda_without_a_gpu_is_a_named_error_before_any_stage_runs(root):
         select_device("cuda", "sources.cmc.pretrain.device")
 
 
-def test_the_defaults_are_within_every_new_bound(root):
-    raw = yaml.safe_load((root / "params.yaml").read_text())
+def test_the_defaults_are_within_every_new_bound():
+    raw = yaml.safe_load(committed_params())
     params = parse_params(copy.deepcopy(raw))
     assert params.fetch.retries <= 10 and params.evaluate.episodes <= 10_000 and max(params.seeds) < 2**32
 

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from conftest import committed_params
 import seba.tracking as tracking
 from seba.config import parse_params
 from seba.errors import ConfigError
@@ -92,10 +93,11 @@ def test_the_numbers_are_a_function_of_the_seed():
     assert not other["p"].equals(again["p"])
 
 
-def test_params_yaml_documents_the_defaults(root):
-    raw = yaml.safe_load((root / "params.yaml").read_text())
+def test_params_yaml_documents_the_defaults(tmp_path):
+    raw = yaml.safe_load(committed_params())
     assert raw["theorem"] == config_dict(TheoremConfig())
-    assert load_theorem(root / "params.yaml") == TheoremConfig()
+    (tmp_path / "params.yaml").write_text(committed_params())
+    assert load_theorem(tmp_path / "params.yaml") == TheoremConfig()
     assert parse_theorem(None) == TheoremConfig()
     parse_params(raw)  # the pipeline's config accepts the section
 
@@ -122,8 +124,8 @@ def test_bad_theorem_params_name_the_key(section, message):
         parse_theorem(section)
 
 
-def test_seba_validate_checks_the_theorem_section(root, tmp_path):
-    raw = yaml.safe_load((root / "params.yaml").read_text())
+def test_seba_validate_checks_the_theorem_section(tmp_path):
+    raw = yaml.safe_load(committed_params())
     bad = copy.deepcopy(raw)
     bad["theorem"]["trials"] = 0
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(bad))
