@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from seba.report import headline_markdown
 
@@ -94,13 +95,17 @@ def test_means_over_the_datasets_compare_the_paper_only_over_the_same_datasets()
 def test_readme_table_refuses_bad_inputs_and_a_partial_or_foreign_write(tmp_path):
     """A missing or foreign file is one line, a results table without every dataset of params.yaml
     is refused (unless --partial), and --write of a results table never replaces a block that a
-    many-seed run generated: README.md is left as it was."""
+    many-seed run generated: README.md is left as it was. The script checks the datasets of the
+    workspace's params.yaml (a user's own list), and so does this test."""
     import sys
 
     before = (ROOT / "README.md").read_bytes()
+    listed = yaml.safe_load((ROOT / "params.yaml").read_text())["datasets"]
     partial = tmp_path / "results.csv"
     results = pd.read_csv(ROOT / "reports" / "results.csv")
-    results[results["dataset"].isin(["cmc", "diabetes"])].to_csv(partial, index=False)
+    kept = results[results["dataset"].isin(["cmc", "diabetes"]) & (results["dataset"] != listed[-1])]
+    kept.to_csv(partial, index=False)
+    missing = ", ".join(sorted(set(listed) - set(kept["dataset"])))
     gappy = tmp_path / "gappy.csv"
     results[~((results["dataset"] == "cmc") & (results["shot"] == 5) & (results["member"] == "ensemble"))].to_csv(
         gappy, index=False)
@@ -113,7 +118,7 @@ def test_readme_table_refuses_bad_inputs_and_a_partial_or_foreign_write(tmp_path
     for args, message in (((tmp_path / "nope.csv",), "error: no such file"),
                           (("reports/comparison.csv",), "has no column member, seeds, episodes: not a reports/results.csv table"),
                           (("--protocol", "reports/results.csv"), "not a protocol_cells.py cells.csv table"),
-                          ((partial,), "has no ensemble results for dna, income, karhunen, optdigits, pixel, semeion"),
+                          ((partial,), f"has no ensemble results for {missing} (params.yaml's datasets)"),
                           ((gappy, "--partial"), "lacks the ensemble's cmc 5-shot: one table needs every dataset"),
                           ((partial, "--partial", "--write"), "README.md's results block is generated from "
                                                               "reports/experiments/gpu_h100_stacked/cells.csv")):
