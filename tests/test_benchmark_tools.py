@@ -3,6 +3,9 @@ stage logs, the precision checks) and chance_gap.py's chance level and log forma
 
 import gzip
 import importlib.util
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -592,3 +595,23 @@ def test_pretrain_log_keys_records_as_the_committed_ones_and_their_readers_do(tm
     assert record["cmc r=0.1 seed 0"]["val_loss"] == [4.81235, 4.7] and record["cmc r=0.1 seed 0"]["precision"] == "fp32"
     committed = json.loads((ROOT / "reports/experiments/default_3seeds/pretrain_log.json").read_text())
     assert all(key.split()[1].startswith("r=") for key in committed)
+
+
+def test_noop_params_counts_the_keys_dvc_looks_up_and_the_pretrain_section_whole():
+    """benchmarks/noop_params.py: the keys are those DVC resolves from dvc.yaml (a pretrain stage lists
+    seeds, its source and every pretrain key but ratios); listed whole, the section is one lookup."""
+    noop = load("noop_params")
+    keys = ["seeds", "sources.cmc", "pretrain.fill", "pretrain.lr"]
+    assert noop.whole_section(keys) == ["seeds", "sources.cmc", "pretrain"]
+    assert noop.whole_section(["seeds", "pretrain.ratios", "pretrain.device"]) == ["seeds", "pretrain.ratios",
+                                                                                    "pretrain.device"]
+    stages = dict(noop.listed_keys(ROOT))
+    pretrain = [name for name in stages if name.startswith("pretrain@")]
+    assert pretrain and all("pretrain.ratios" not in stages[name] and "pretrain.lr" in stages[name] for name in pretrain)
+    assert stages["validate"] == [] and stages["aggregate"] == []  # they track the whole file
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "noop_params.py"), "--repeats", "1"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    listed, whole = map(int, re.search(r"(\d+) keys as listed, (\d+) with", out.stdout).groups())
+    assert whole < listed == sum(len(keys) for keys in stages.values())
+    assert "best: parses" in out.stdout
