@@ -22,14 +22,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def listed_keys(root: Path) -> list[tuple[str, list[str]]]:
-    """(stage name, the params.yaml keys it lists) of every stage instance that lists some, as DVC
-    resolves dvc.yaml (a stage tracking the whole file lists none: DVC looks no key up for it)."""
+    """(stage name, the params.yaml keys it lists) of every stage instance of the root dvc.yaml (what
+    `dvc repro` runs; analyses/dvc.yaml's are opt-in) that lists some, as DVC resolves it (a stage
+    tracking the whole file lists none: DVC parses the file for it but looks no key up)."""
     from dvc.dependency.param import ParamsDependency
     from dvc.repo import Repo
 
     with Repo(str(root)) as repo:
         out = []
         for stage in repo.index.stages:
+            if Path(stage.path) != root / "dvc.yaml":
+                continue
             keys = [key for dep in stage.deps if isinstance(dep, ParamsDependency)
                     and Path(dep.fs_path).name == "params.yaml" for key in dep.params]
             if any(isinstance(dep, ParamsDependency) for dep in stage.deps):
