@@ -83,14 +83,14 @@ def main(argv=None) -> int:
     def look_up(keys):
         return lambda: [dpath.get(config, key, separator=".") for key in keys]
 
-    best = {"parses": [], "listed": [], "whole": []}
+    times = {"parses": [], "listed": [], "whole": []}
     for repeat in range(args.repeats):
-        best["parses"].append(timed(lambda: [load_yaml(path, fs=fs) for _ in stages]))
-        best["listed"].append(timed(look_up(listed)))
-        best["whole"].append(timed(look_up(whole)))
-        print(f"repeat {repeat + 1}: {len(stages)} parses {best['parses'][-1]:.3f} s, {len(listed)} lookups "
-              f"{best['listed'][-1]:.3f} s, {len(whole)} lookups {best['whole'][-1]:.3f} s")
-    parses, as_listed, as_whole = (min(best[k]) for k in ("parses", "listed", "whole"))
+        times["parses"].append(timed(lambda: [load_yaml(path, fs=fs) for _ in stages]))
+        times["listed"].append(timed(look_up(listed)))
+        times["whole"].append(timed(look_up(whole)))
+        print(f"repeat {repeat + 1}: {len(stages)} parses {times['parses'][-1]:.3f} s, {len(listed)} lookups "
+              f"{times['listed'][-1]:.3f} s, {len(whole)} lookups {times['whole'][-1]:.3f} s")
+    parses, as_listed, as_whole = (min(times[k]) for k in ("parses", "listed", "whole"))
     print(f"best: parses {parses:.3f} s, lookups as listed {as_listed:.3f} s, with the section whole "
           f"{as_whole:.3f} s ({as_listed / as_whole:.1f}x fewer seconds, {as_listed - as_whole:.3f} s less)")
     return 0

@@ -20,6 +20,14 @@ def committed_params(root: Path = ROOT) -> str:
         return (root / "params.yaml").read_text(encoding="utf-8")
 
 
+@pytest.fixture()
+def committed_file(tmp_path) -> Path:
+    """params.yaml as committed (committed_params), written as tmp_path/params.yaml."""
+    path = tmp_path / "params.yaml"
+    path.write_text(committed_params(), encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

@@ -234,13 +234,12 @@ def test_a_listed_method_needs_its_section(tmp_path):
         seba.config.load_params(tmp_path / "params.yaml")
 
 
-def test_checking_params_imports_no_method_code(tmp_path):
+def test_checking_params_imports_no_method_code(committed_file):
     """The stages other than a method's own read params.yaml without importing any method (nor
     torch), so none of them depends on a method's code in DVC."""
-    (tmp_path / "params.yaml").write_text(committed_params())
     code = ("import sys; from seba.config import load_params; p = load_params(sys.argv[1]); "
             "print(sorted(m for m in sys.modules if m.startswith('seba.baselines') or m == 'torch'))")
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "params.yaml")], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", code, str(committed_file)], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[1])
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

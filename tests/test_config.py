@@ -18,15 +18,6 @@ def raw():
     return yaml.safe_load(committed_params())
 
 
-@pytest.fixture()
-def committed_file(tmp_path):
-    """params.yaml as committed, as a file (the workspace's may hold a user's edit)."""
-    path = tmp_path / "committed" / "params.yaml"
-    path.parent.mkdir()
-    path.write_text(committed_params())
-    return path
-
-
 def test_committed_params_is_heads_file_not_the_workspace_edit(tmp_path):
     """committed_params() (tests/conftest.py) reads params.yaml at git's HEAD, so an edit in the
     workspace (`dvc exp run -S` writes its values there) does not reach the tests of the defaults;

@@ -93,11 +93,10 @@ def test_the_numbers_are_a_function_of_the_seed():
     assert not other["p"].equals(again["p"])
 
 
-def test_params_yaml_documents_the_defaults(tmp_path):
-    raw = yaml.safe_load(committed_params())
+def test_params_yaml_documents_the_defaults(committed_file):
+    raw = yaml.safe_load(committed_file.read_text())
     assert raw["theorem"] == config_dict(TheoremConfig())
-    (tmp_path / "params.yaml").write_text(committed_params())
-    assert load_theorem(tmp_path / "params.yaml") == TheoremConfig()
+    assert load_theorem(committed_file) == TheoremConfig()
     assert parse_theorem(None) == TheoremConfig()
     parse_params(raw)  # the pipeline's config accepts the section
 
