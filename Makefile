@@ -14,7 +14,7 @@ repro: setup
 test: $(VENV)/.installed-ray
 	$(ACT) pytest
 quick: setup
-	$(ACT) dvc exp run -S 'datasets=[diabetes,cmc,karhunen]' -S 'pretrain.ratios=[0.2,0.5]' \
+	$(ACT) dvc exp run -S 'datasets=[diabetes,cmc,karhunen]' -S 'ratios=[0.2,0.5]' \
 	  -S pretrain.max_epochs=20 -S evaluate.episodes=20
 ui: setup
 	$(ACT) MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false mlflow ui --backend-store-uri sqlite:///mlflow.db \

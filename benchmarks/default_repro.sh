@@ -37,7 +37,8 @@ except ImportError:
     ParamsLoader, dump_params = yaml.SafeLoader, lambda p: yaml.safe_dump(p, sort_keys=False)
 p = yaml.load(open("params.yaml"), Loader=ParamsLoader)
 p["datasets"] = ["diabetes", "cmc", "karhunen"]
-p["pretrain"].update(ratios=[0.2, 0.5], max_epochs=20)
+p["pretrain"].update(max_epochs=20)
+(p if "ratios" in p else p["pretrain"])["ratios"] = [0.2, 0.5]  # revisions before the top-level key: in the section
 p["evaluate"]["episodes"] = 20
 open("params.yaml", "w").write(dump_params(p))
 PY

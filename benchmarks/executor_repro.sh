@@ -24,7 +24,8 @@ import sys, yaml
 from seba.config import ParamsLoader, dump_params
 p = yaml.load(open("params.yaml"), Loader=ParamsLoader)
 p["datasets"] = ["diabetes", "cmc", "karhunen"]
-p["pretrain"].update(ratios=[0.2, 0.5], max_epochs=20, threads=int(sys.argv[2]))
+p["pretrain"].update(max_epochs=20, threads=int(sys.argv[2]))
+(p if "ratios" in p else p["pretrain"])["ratios"] = [0.2, 0.5]  # revisions before the top-level key: in the section
 p["evaluate"]["episodes"] = 20
 p["executor"]["kind"] = sys.argv[1]
 open("params.yaml", "w").write(dump_params(p))

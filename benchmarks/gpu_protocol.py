@@ -277,7 +277,7 @@ def main() -> None:
             seconds = {"fetch": timed("fetch", "--dataset", dataset),
                        "preprocess": timed("preprocess", "--dataset", dataset),
                        "split": timed("split", "--dataset", dataset), "pretrain": 0.0}
-            for ratio in params.pretrain.ratios:
+            for ratio in params.ratios:
                 ratio_seconds = pretrain(dataset, ratio)
                 if ratio_seconds is None:
                     print(f"== stage deadline: pretrain {dataset} r={ratio} and the stages after it not started "

@@ -25,7 +25,7 @@ def main() -> None:
     params = load_params(ROOT / "params.yaml")
     out = {}
     for dataset in params.datasets:
-        for ratio in params.pretrain.ratios:
+        for ratio in params.ratios:
             log = json.loads((ROOT / "data" / "models" / dataset / ratio_tag(ratio) / "log.json").read_text())
             for seed, entry in sorted(log["seeds"].items(), key=lambda item: int(item[0])):
                 record = {key: entry[key] for key in KEYS}

@@ -260,7 +260,7 @@ def workers_benchmark(name: str = "income", steps: int = 60) -> None:
 def evaluation_benchmark(params) -> None:
     table, split = load_table("karhunen", params)
     x_all = scale(table, split.train)
-    ratios = list(params.pretrain.ratios)
+    ratios = list(params.ratios)
     # The pipeline's trained encoders when `dvc repro` has made them (the probes' work depends on
     # how separable the features are), else encoders trained here for 30 epochs.
     cfg = dataclasses.replace(params.pretrain_for("karhunen"), max_epochs=30, progress_seconds=1e9)

@@ -36,7 +36,7 @@ def records(datasets: list[str] | None) -> pd.DataFrame:
     params = load_params(ROOT / "params.yaml")
     rows = []
     for dataset in datasets or params.datasets:
-        for ratio in params.pretrain.ratios:
+        for ratio in params.ratios:
             log = json.loads(paths.training_log(ROOT, dataset, ratio).read_text())
             for seed, r in log["seeds"].items():
                 rows.append({"dataset": dataset, "ratio": ratio, "seed": int(seed), "stop_epoch": r["stop_epoch"],

@@ -2,13 +2,13 @@
 almost nothing, for a baseline revision and for this tree, in the same run.
 
 Usage (repository root):
-    python benchmarks/startup.py [--baseline-rev REV] [--datasets cmc,diabetes] [--repeats 2]
+    python benchmarks/startup.py [--baseline-rev REV] [--datasets cmc,diabetes] [--repeats 2] [--noops 3]
 
 Both trees get the same tiny params (seed 0, the given datasets, all five ratios, one epoch,
 two episodes, kNN and logistic regression), are built once with `dvc repro`, then timed:
 `dvc repro --force` (every stage instance reruns; alternating baseline / tree, ``--repeats``
-times each) and a no-op `dvc repro` (three times each). Printed per tree: wall seconds, stage
-instances, wall and CPU seconds per instance (CPU: user + system of all processes, robust to a
+times each; 0: none) and a no-op `dvc repro` (``--noops`` times each, alternating). Printed per
+tree: wall seconds, stage instances, wall and CPU seconds per instance (CPU: user + system of all processes, robust to a
 busy machine; the stages' warm worker, seba/worker.py, and the runs it forks included), and the
 ratios to the baseline. Each tree runs its own ``seba`` (PYTHONPATH) in this environment.
 """
@@ -129,7 +129,8 @@ def main() -> None:
     parser.add_argument("--baseline-rev", default="4769afd",
                         help="git revision of the baseline (default: stages that import MLflow)")
     parser.add_argument("--datasets", default="cmc,diabetes")
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=2, help="forced runs per tree (0: the no-op runs only)")
+    parser.add_argument("--noops", type=int, default=3, help="no-op runs per tree")
     parser.add_argument("--json", help="also write every measurement and the medians to this file")
     parser.add_argument("--imports-only", action="store_true",
                         help="only the stage processes' start-up alone, without and with the worker")
@@ -167,25 +168,33 @@ def main() -> None:
                 results[name]["instances"].append(n)
                 print(f"{name}: dvc repro --force {wall:.1f} s wall, {cpu:.1f} s CPU, {n} stage instances",
                       flush=True)
-        for _ in range(3):
+        for _ in range(args.noops):
             for name in trees:
                 work, env = env_of[name]
                 results[name]["noop"].append(run(["dvc", "repro"], work, env)[0])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    print(f"\nmedians over {args.repeats} forced runs (datasets {args.datasets}, 5 ratios, 1 epoch, 2 episodes, "
-          f"kNN + logistic regression) and 3 no-op runs")
-    print(f"{'tree':<10} {'instances':>9} {'wall s':>8} {'wall s/inst':>11} {'CPU s/inst':>10} {'no-op s':>8}")
-    base = None
-    for name in trees:
-        r = results[name]
-        n = statistics.median(r["instances"])
-        row = (statistics.median(r["wall"]), statistics.median(r["wall"]) / n, statistics.median(r["cpu"]) / n,
-               statistics.median(r["noop"]))
-        base = base or row
-        print(f"{name:<10} {n:>9.0f} {row[0]:>8.1f} {row[1]:>11.2f} {row[2]:>10.2f} {row[3]:>8.2f}")
-    print(f"ratio      {'':>9} {base[0] / row[0]:>7.2f}x {base[1] / row[1]:>10.2f}x {base[2] / row[2]:>9.2f}x "
-          f"{base[3] / row[3]:>7.2f}x  (baseline / this tree)")
+    if args.repeats == 0:
+        print(f"\nno-op `dvc repro`, {args.noops} runs per tree (datasets {args.datasets}, 5 ratios)")
+        for name in trees:
+            noop = results[name]["noop"]
+            print(f"{name:<10} {' '.join(f'{t:.2f}' for t in noop)} s; median {statistics.median(noop):.2f} s")
+        base, this = (statistics.median(results[name]["noop"]) for name in trees)
+        print(f"ratio      {base / this:.2f}x  (baseline / this tree)")
+    else:
+        print(f"\nmedians over {args.repeats} forced runs (datasets {args.datasets}, 5 ratios, 1 epoch, 2 episodes, "
+              f"kNN + logistic regression) and {args.noops} no-op runs")
+        print(f"{'tree':<10} {'instances':>9} {'wall s':>8} {'wall s/inst':>11} {'CPU s/inst':>10} {'no-op s':>8}")
+        base = None
+        for name in trees:
+            r = results[name]
+            n = statistics.median(r["instances"])
+            row = (statistics.median(r["wall"]), statistics.median(r["wall"]) / n, statistics.median(r["cpu"]) / n,
+                   statistics.median(r["noop"]))
+            base = base or row
+            print(f"{name:<10} {n:>9.0f} {row[0]:>8.1f} {row[1]:>11.2f} {row[2]:>10.2f} {row[3]:>8.2f}")
+        print(f"ratio      {'':>9} {base[0] / row[0]:>7.2f}x {base[1] / row[1]:>10.2f}x {base[2] / row[2]:>9.2f}x "
+              f"{base[3] / row[3]:>7.2f}x  (baseline / this tree)")
     if args.json:
         Path(args.json).write_text(json.dumps({"baseline_rev": args.baseline_rev, "datasets": datasets,
                                                "runs": results}, indent=1) + "\n")

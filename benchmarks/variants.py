@@ -103,11 +103,11 @@ def run_dataset(params, dataset: str, seeds: list[int], variants: list[str], dev
             X = scale(table, split.train)
             features = []
             seed_start = time.perf_counter()
-            for ratio in cfg.ratios:
+            for ratio in params.ratios:
                 result = pretrain_encoder(X[split.train], X[split.val], table.groups, ratio, seed, cfg, device)
                 features.append(encode(result.encoder_state, encoder_config(cfg, X.shape[1]), X[split.test], device))
             pretrain_seconds = time.perf_counter() - seed_start
-            episodes = evaluate_members(torch.stack(features), [f"r{r:g}" for r in cfg.ratios],
+            episodes = evaluate_members(torch.stack(features), [f"r{r:g}" for r in params.ratios],
                                         table.y[split.test], len(table.classes), seed, params.evaluate,
                                         dataset)
             evaluate_seconds = time.perf_counter() - seed_start - pretrain_seconds

@@ -53,7 +53,7 @@ DEFAULTS: dict[str, Any] = {
     "pretrain.encoder": "mlp",
     "pretrain.normalise": True,
     "pretrain.fill": "zero",
-    "pretrain.ratios": [0.1, 0.2, 0.3, 0.4, 0.5],
+    "ratios": [0.1, 0.2, 0.3, 0.4, 0.5],
     "evaluate.head": "linear",
 }
 DEFAULT = "default"  # the default experiment's slug
@@ -94,8 +94,8 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
     "prep-marginal": {"pretrain.fill": "marginal"},
     "prep-raw": {"pretrain.normalise": False},
     "prep-raw-marginal": {"pretrain.normalise": False, "pretrain.fill": "marginal"},
-    **{f"ratio-{r:g}": {"pretrain.ratios": [r]} for r in (0.1, 0.2, 0.3, 0.4, 0.5)},
-    "ratio-random": {"pretrain.ratios": [paths.RANDOM_RATIO]},
+    **{f"ratio-{r:g}": {"ratios": [r]} for r in (0.1, 0.2, 0.3, 0.4, 0.5)},
+    "ratio-random": {"ratios": [paths.RANDOM_RATIO]},
     "head-proto-eucl": {"evaluate.head": "prototype_euclidean"},
     "head-proto-cos": {"evaluate.head": "prototype_cosine"},
     "head-nn-eucl": {"evaluate.head": "nn_euclidean"},
@@ -146,6 +146,16 @@ def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
         else:
             out[name] = value
     return out
+
+
+# flattened keys that params.yaml has since renamed: an experiment run (or recorded) before the rename
+# reads as if run after it
+RENAMED = {"pretrain.ratios": "ratios"}
+
+
+def current_keys(params: dict[str, Any]) -> dict[str, Any]:
+    """Flattened params with each key of ``RENAMED`` under its present name."""
+    return {RENAMED.get(key, key): value for key, value in params.items()}
 
 
 def canonical(value: Any) -> Any:
@@ -603,7 +613,7 @@ def read_show(show: list) -> list[Experiment]:
                 data = rev.get("data") or {}
                 state = executor.get("state") or ("failed" if rev.get("error") else "success")
                 raw = ((data.get("params") or {}).get("params.yaml") or {}).get("data") or {}
-                params = flatten(raw)
+                params = current_keys(flatten(raw))
                 out.append(Experiment(
                     name=rev.get("name") or exp.get("name") or rev["rev"][:7], rev=rev["rev"],
                     baseline=baseline.get("rev", ""), state=state, params=params, raw=raw,
@@ -1085,11 +1095,11 @@ def experiments_from_record(entries: list[dict]) -> dict[str, Experiment]:
     default = next((e for e in entries if e.get("variant") == DEFAULT), None)
     if default is None or not isinstance(default.get("params"), dict):
         raise ValueError("no default experiment with its params")
-    base = flatten(default["params"])
+    base = current_keys(flatten(default["params"]))
     out = {}
     for e in entries:
         params = dict(base)
-        params.update(e.get("params_differing_from_default") or {})
+        params.update(current_keys(e.get("params_differing_from_default") or {}))
         slug = e["variant"]
         if slug not in EXPERIMENTS:
             raise ValueError(f"unknown variant {slug!r}")

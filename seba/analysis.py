@@ -199,7 +199,7 @@ def check_inputs(params: Params, root: Path) -> None:
     for dataset in params.datasets:
         missing += [p for p in (paths.processed(root, dataset), paths.splits(root, dataset)) if not p.exists()]
         encoders = [paths.checkpoint(root, dataset, ratio, seed)
-                    for seed in params.seeds for ratio in params.pretrain.ratios]
+                    for seed in params.seeds for ratio in params.ratios]
         missing += [p for p in encoders if not p.exists()]
     if missing:
         shown = ", ".join(str(p.relative_to(root)) for p in missing[:6])
@@ -240,7 +240,7 @@ def analyse_dataset(params: Params, dataset: str, root: Path) -> tuple[list[dict
         split = load_split(splits, seed)
         x_test, y_test = scale(table, split.train)[split.test], table.y[split.test]
         per_ratio = {}
-        for ratio in params.pretrain.ratios:
+        for ratio in params.ratios:
             checkpoint = load_checkpoint(root, dataset, ratio, seed)
             # the encoder's own input (pretrain.normalise); the input-space neighbours stay standardised
             x_in = x_test if normalised_input(checkpoint) else scale(table, split.train, False)[split.test]
@@ -381,7 +381,7 @@ def write_report(fractions: list[dict], consistency: list[dict], params: Params,
     figures(fraction, consistency, out, params.analysis.consistency_k)
     used = {key: raw_params[key] for key in ("seeds", "datasets") if key in raw_params}
     used["analysis"] = dataclasses.asdict(params.analysis)  # the settings used, defaults included
-    used["pretrain.ratios"] = list(params.pretrain.ratios)
+    used["ratios"] = list(params.ratios)
     used["target_views"] = {d: {"pretrain.min_masked_columns": params.pretrain_for(d).min_masked_columns,
                                 "pretrain.normalise": params.pretrain_for(d).normalise} for d in params.datasets}
     write_text(out / "params.yaml", dump_params(used))

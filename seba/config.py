@@ -76,7 +76,7 @@ class SourceConfig:
     max_categories: Annotated[Int, rule(lambda v: v >= 2, "must be >= 2")] = 50  # more levels: the most frequent kept
     thousands: Annotated[Str | None, AfterValidator(_thousands)] = None  # separator in numbers as text (none: not read)
     decimal: Annotated[Str, AfterValidator(_decimal)] = "."  # decimal mark in numbers written as text
-    # this dataset's own values for `pretrain` keys (all but `ratios`), over the `pretrain` section
+    # this dataset's own values for `pretrain` keys, over the `pretrain` section
     pretrain: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -147,11 +147,13 @@ def _ratio_range(value: tuple[float, ...]) -> tuple[float, ...]:
     return value
 
 
+# the separation ratios (top-level `ratios`): one encoder per entry; 'random' (ablation): one encoder
+# whose ratio is drawn per batch
+Ratios = Annotated[tuple[float | str, ...], BeforeValidator(_ratio_list), AfterValidator(_check_ratios)]
+
+
 @section
 class PretrainConfig:
-    # one encoder per entry; 'random' (ablation): one encoder whose ratio is drawn per batch
-    ratios: Annotated[tuple[float | str, ...], BeforeValidator(_ratio_list), AfterValidator(_check_ratios)] = (
-        0.1, 0.2, 0.3, 0.4, 0.5)
     # the 'random' ratio: uniform on [low, high] per batch (the paper gives no range; its fixed ratios')
     random_ratio_range: Annotated[Numbers, AfterValidator(_ratio_range)] = (0.1, 0.5)
     min_masked_columns: PositiveInt = 1  # k = max(min_masked_columns, floor(ratio * n_columns))
@@ -390,8 +392,8 @@ def _pretrain_overrides(key: str, raw: Any) -> dict[str, Any]:
                           f"values, like {{precision: fp32}}")
     if "ratios" in raw:
         raise ConfigError(f"params.yaml: '{key}.ratios' is not allowed: the ratios are shared by all "
-                          f"datasets (set 'pretrain.ratios')")
-    unknown_key(key, raw, [f.name for f in dataclasses.fields(PretrainConfig) if f.name != "ratios"])
+                          f"datasets (set the top-level 'ratios')")
+    unknown_key(key, raw, [f.name for f in dataclasses.fields(PretrainConfig)])
     # each key alone (its type and range); how the values go together is checked on the section
     # they join (Params.pretrain_for), not on the defaults
     return {name: getattr(check(PretrainConfig, {name: value}, key), name) for name, value in raw.items()}
@@ -453,6 +455,7 @@ class ExecutorConfig:
 class Params:
     seeds: Annotated[Ints, AfterValidator(_seeds)]
     datasets: Annotated[tuple[str, ...], BeforeValidator(_datasets)]
+    ratios: Ratios  # the separation ratios: one encoder (and pretrain stage) per entry, ensembled
     sources: Annotated[dict[str, SourceConfig], BeforeValidator(_sources)]
     fetch: _section(FetchConfig) = field(default_factory=FetchConfig)
     split: _section(SplitConfig) = field(default_factory=SplitConfig)
@@ -503,10 +506,22 @@ class Params:
                               f"{detail}") from None
 
 
+def moved_ratios(raw: dict) -> None:
+    """The separation ratios are the top-level ``ratios`` (a key of their own, so that the pretrain
+    stages can list the `pretrain` section whole and adding a ratio still trains only the new one):
+    a ConfigError for a params file that keeps them in the section."""
+    if isinstance(raw.get("pretrain"), dict) and "ratios" in raw["pretrain"]:
+        value = raw["pretrain"]["ratios"]
+        raise ConfigError(f"params.yaml: 'pretrain.ratios' is now the top-level key 'ratios': move it there "
+                          f"(`ratios: {value}` beside `seeds` and `datasets`; with DVC, "
+                          f"`dvc exp run -S 'ratios=[...]'`)")
+
+
 def parse_params(raw: Any) -> Params:
     """Validate a parsed params.yaml and return typed params (raises ConfigError)."""
     if not isinstance(raw, dict):
         raise ConfigError("params.yaml must be a mapping at the top level")
+    moved_ratios(raw)
     return check(Params, raw, "")
 
 
@@ -603,16 +618,20 @@ def read_params_file(path: str | Path = "params.yaml") -> Any:
 
 
 # keys dvc.yaml expands its stages from (`foreach` / `matrix`): without them DVC cannot even read it
-DVC_EXPANDS = {("pretrain", "ratios"): "one pretrain stage per ratio; the paper's: [0.1, 0.2, 0.3, 0.4, 0.5]",
+DVC_EXPANDS = {("ratios",): "one pretrain stage per ratio; the paper's: [0.1, 0.2, 0.3, 0.4, 0.5]",
                ("baselines", "methods"): "one baseline stage per method; [] runs none"}
 
 
 def load_params(path: str | Path = "params.yaml") -> Params:
     raw = read_params_file(path)
     if isinstance(raw, dict):
-        for (section_name, key), what in DVC_EXPANDS.items():
-            if not isinstance(raw.get(section_name), dict) or key not in raw[section_name]:
-                raise ConfigError(f"params.yaml: '{section_name}.{key}' is missing; dvc.yaml builds its stages from "
+        moved_ratios(raw)
+        for keys, what in DVC_EXPANDS.items():
+            node = raw
+            for key in keys:
+                node = node.get(key) if isinstance(node, dict) else None
+            if node is None:
+                raise ConfigError(f"params.yaml: '{'.'.join(keys)}' is missing; dvc.yaml builds its stages from "
                                   f"it ({what}): add it")
     params = parse_params(raw)
     for method in params.baselines.methods:  # known methods, all of them (parse_params checked)

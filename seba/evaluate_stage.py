@@ -36,7 +36,7 @@ def seed_inputs(params: Params, dataset: str, table: EncodedTable, root: Path, s
     split = load_split(paths.splits(root, dataset), seed)
     inputs: dict[bool, np.ndarray] = {}
     checkpoints = []
-    for ratio in params.pretrain.ratios:
+    for ratio in params.ratios:
         checkpoint = load_checkpoint(root, dataset, ratio, seed)
         normalise = normalised_input(checkpoint)
         if normalise not in inputs:
@@ -89,7 +89,7 @@ def evaluate_chunk(seeds: list[tuple[int, SeedInputs]], member_names: list[str],
 def check_pretrained(params: Params, dataset: str, root: Path) -> None:
     """Every ratio's pretrain stage finished for every seed: its log.json, written last, lists them
     (a stage stopped part-way leaves some seeds' checkpoints but no log.json)."""
-    for ratio in params.pretrain.ratios:
+    for ratio in params.ratios:
         stage = f"pretrain@{dataset}-{ratio}"
         path = paths.training_log(root, dataset, ratio)
         shown = path.relative_to(root) if path.is_relative_to(root) else path
@@ -110,7 +110,7 @@ def evaluate_all(params: Params, dataset: str, table: EncodedTable, root: Path, 
     here, in groups that fit memory, or (a Ray ``executor``) as Ray tasks of seed chunks, each
     task reading nothing but what it is sent."""
     check_pretrained(params, dataset, root)
-    seeds, members = list(params.seeds), [ratio_tag(r) for r in params.pretrain.ratios]
+    seeds, members = list(params.seeds), [ratio_tag(r) for r in params.ratios]
     cfg = params.evaluate
     if note := cfg.unevaluated_prototype_shots():
         log(f"[evaluate {dataset}] WARNING {note} (cosine prototypes serve "

@@ -16,7 +16,7 @@ REPORTS = "reports"
 TRACKING = "data/tracking"  # stage runs waiting for the `track` stage (seba.tracking)
 
 
-RANDOM_RATIO = "random"  # a `pretrain.ratios` entry: a ratio drawn per batch (pretrain.random_ratio_range)
+RANDOM_RATIO = "random"  # a `ratios` entry: a ratio drawn per batch (pretrain.random_ratio_range)
 
 
 def ratio_tag(ratio: float | str) -> str:

@@ -100,7 +100,7 @@ def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> Pre
     stacks = [[todo[i] for i in stack] for stack in stacks]
     tracked = {"dataset": dataset, "ratio": ratio, "seeds": list(params.seeds), "device": str(device),
                "threads": threads, "precision_used": precision,
-               "pretrain": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "ratios"},
+               "pretrain": dataclasses.asdict(cfg),
                "dataset_overrides": dict(params.sources[dataset].pretrain),
                "workers": workers, "threads_per_worker": worker_threads,
                "stack_sizes": [len(stack) for stack in stacks], "executor": params.executor.kind}
@@ -155,7 +155,7 @@ def resume_keys(table: EncodedTable, rows: list, seeds: list[int], ratio, cfg, d
     import numpy as np
     import torch
 
-    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("ratios", "progress_seconds")}
+    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "progress_seconds"}
     common = hashlib.sha256(json.dumps({"pretrain": settings, "ratio": ratio, "device": str(device),
                                         "precision": precision, "threads": threads, "torch": torch.__version__,
                                         "code": code_digest()}, sort_keys=True, default=str).encode())

@@ -366,10 +366,10 @@ def read_episodes(path: Path, stage: str, params, root: Path | None = None) -> p
         raise DataError(f"{path}: {int(blank.sum())} row(s) name no member (first on line "
                         f"{int(blank.to_numpy().argmax()) + 2}; a file cut short?): {rerun}")
     if stage.startswith("evaluate@"):
-        want = {ratio_tag(r) for r in params.pretrain.ratios} | {ENSEMBLE}
+        want = {ratio_tag(r) for r in params.ratios} | {ENSEMBLE}
         if set(frame["member"]) != want:
             raise DataError(f"{path} holds members {', '.join(sorted(set(frame['member'])))}, params.yaml's "
-                            f"pretrain.ratios make {', '.join(sorted(want))}: written by another run; {rerun}")
+                            f"ratios make {', '.join(sorted(want))}: written by another run; {rerun}")
     elif stage.startswith("baseline@"):  # one member, the method (a module name: no '-' in it)
         method = stage.removeprefix("baseline@").split("-", 1)[0]
         if set(frame["member"]) != {method}:  # else its cells would average over every member
@@ -416,7 +416,7 @@ def write_reports(params, root: Path) -> tuple[dict, dict]:
     paper = load_paper(root / paths.PAPER_RESULTS)
     table = results_table(episodes, paper)
     run_info = {"seeds": list(params.seeds), "episodes": params.evaluate.episodes,
-                "ratios": list(params.pretrain.ratios), "encoder_out": params.pretrain.encoder_out,
+                "ratios": list(params.ratios), "encoder_out": params.pretrain.encoder_out,
                 "test_fraction": params.split.test_fraction}
     paper_names = {method: load_method(method).paper_name for method in params.baselines.methods}
     comparison = comparison_table(episodes, baselines, pd.read_csv(root / paths.PAPER_RESULTS), paper_names)

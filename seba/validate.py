@@ -184,8 +184,8 @@ def notes(params: Params) -> list[str]:
         if cfg.mask_bias and not cfg.conditioned:
             found.setdefault(f"{key('mask_bias')} is true but {key('conditioned')} is false: no mask reaches the "
                              f"projector, so it changes nothing", []).append(name)
-        if cfg.random_ratio_range != type(cfg)().random_ratio_range and "random" not in cfg.ratios:
-            found.setdefault(f"{key('random_ratio_range')} is {list(cfg.random_ratio_range)}, but pretrain.ratios has "
+        if cfg.random_ratio_range != type(cfg)().random_ratio_range and "random" not in params.ratios:
+            found.setdefault(f"{key('random_ratio_range')} is {list(cfg.random_ratio_range)}, but ratios has "
                              f"no 'random' ratio, the only one that uses it", []).append(name)
     out = [f"{note} ({', '.join(names)})" for note, names in found.items()]
     if note := params.evaluate.unevaluated_prototype_shots():

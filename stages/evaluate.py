@@ -25,7 +25,7 @@ def main() -> None:
     device = stage_device(params.pretrain.device, executor)  # ray: the tasks pick theirs
     configure_threads(params.pretrain.threads)
     table = EncodedTable.load(paths.processed(root, args.dataset))
-    tracked = {"dataset": args.dataset, "seeds": list(params.seeds), "ratios": list(params.pretrain.ratios),
+    tracked = {"dataset": args.dataset, "seeds": list(params.seeds), "ratios": list(params.ratios),
                "evaluate": dataclasses.asdict(params.evaluate), "executor": params.executor.kind}
     frames = []
     with Tracker("evaluate", f"evaluate {args.dataset}", params=tracked, tags={"dataset": args.dataset},

@@ -18,8 +18,8 @@ from seba.tracking import Tracker
 def main() -> None:
     args = parse_args(__doc__, dataset=str, ratio=paths.parse_ratio)
     params = params_for_dataset(args.dataset)
-    if args.ratio not in params.pretrain.ratios:  # (each lies in (0, 1) or is 'random')
-        raise ConfigError(f"--ratio {args.ratio} is not in pretrain.ratios {list(params.pretrain.ratios)}: "
+    if args.ratio not in params.ratios:  # (each lies in (0, 1) or is 'random')
+        raise ConfigError(f"--ratio {args.ratio} is not in ratios {list(params.ratios)}: "
                           f"dvc.yaml has a pretrain stage for those only")
     name = paths.ratio_tag(args.ratio)[1:]
     root = repo_root()

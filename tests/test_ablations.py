@@ -54,10 +54,34 @@ def test_the_defaults_are_params_yaml_and_every_variant_is_valid_params():
     for slug in ab.EXPERIMENTS:
         params = copy.deepcopy(raw)
         for key, value in ab.signature(slug).items():
-            section, name = key.split(".")
-            params[section][name] = value
+            *parents, name = key.split(".")
+            node = params
+            for part in parents:
+                node = node[part]
+            node[name] = value
         parse_params(params)  # every switch value is accepted
         assert ab.identify(ab.flatten(params)) == slug
+
+
+def test_an_experiment_run_before_the_ratios_left_the_pretrain_section_is_identified():
+    """Experiments (and collections' records) made when the ratios were `pretrain.ratios` read as if
+    made with the top-level `ratios`: a single-ratio run is still its variant, the default still the
+    default."""
+    def legacy(slug):
+        entry = show_entry(f"abl-{slug}", slug)
+        raw = entry["revs"][0]["data"]["params"]["params.yaml"]["data"]
+        raw["pretrain"]["ratios"] = raw.pop("ratios")
+        return entry
+
+    found = {e.name: e.slug for e in ab.read_show(show_of(legacy(ab.DEFAULT), legacy("ratio-0.3")))}
+    assert found == {"abl-default": ab.DEFAULT, "abl-ratio-0.3": "ratio-0.3"}
+    flat = ab.current_keys(ab.flatten({"pretrain": {"ratios": [0.3], "fill": "zero"}}))
+    assert flat == {"ratios": [0.3], "pretrain.fill": "zero"}
+    record = [{"name": "a", "variant": ab.DEFAULT, "rev": "r1", "params": {"pretrain": {"ratios": [0.1, 0.5]}}},
+              {"name": "b", "variant": "ratio-0.1", "rev": "r2", "params_differing_from_default": {"pretrain.ratios": [0.1]}}]
+    chosen = ab.experiments_from_record(record)
+    assert chosen[ab.DEFAULT].params["ratios"] == [0.1, 0.5] and chosen["ratio-0.1"].params["ratios"] == [0.1]
+    assert "pretrain.ratios" not in chosen["ratio-0.1"].params
 
 
 # ----------------------------------------------------------------------------- queue
@@ -76,9 +100,9 @@ def test_queue_plans_one_dvc_exp_run_per_experiment():
         assert o["evaluate.shots"] == ("[1,5,10]" if slug in (ab.DEFAULT, "cond-no") else "[5]")
         assert o["evaluate.prototype_shots"] == ("[1]" if slug in (ab.DEFAULT, "cond-no") else "[]")  # no warning
         assert set(ab.DEFAULTS) <= set(o)  # every switch set: the experiment is what its name says
-    assert opts[ab.DEFAULT]["pretrain.ratios"] == "[0.1,0.2,0.3,0.4,0.5]"
-    assert opts["ratio-0.1"]["pretrain.ratios"] == "[0.1]"
-    assert opts["ratio-random"]["pretrain.ratios"] == "['random']"
+    assert opts[ab.DEFAULT]["ratios"] == "[0.1,0.2,0.3,0.4,0.5]"
+    assert opts["ratio-0.1"]["ratios"] == "[0.1]"
+    assert opts["ratio-random"]["ratios"] == "['random']"
     assert opts["cond-no"]["pretrain.conditioned"] == "false" and opts[ab.DEFAULT]["pretrain.conditioned"] == "true"
     assert opts["prep-raw-marginal"]["pretrain.normalise"] == "false"
     assert opts["prep-raw-marginal"]["pretrain.fill"] == "'marginal'"
@@ -108,8 +132,11 @@ def show_entry(name, slug, state="success", rev=None, seeds=(0, 1, 2), datasets=
     """One experiment as `dvc exp show --json` (DVC 3) lists it."""
     raw = yaml.safe_load(committed_params())
     for key, value in {**(ab.signature(slug) if slug else {}), **extra}.items():
-        section, name_ = key.split(".")
-        raw[section][name_] = value
+        *parents, name_ = key.split(".")
+        node = raw
+        for part in parents:
+            node = node[part]
+        node[name_] = value
     raw["seeds"], raw["datasets"] = list(seeds), list(datasets)
     rev = rev or f"{abs(hash(name)):040x}"[:40]
     executor = None if state == "success" and log is None else {
@@ -423,7 +450,7 @@ def collected(paper):
         show_entry("abl-head-proto-cos", "head-proto-cos", **{"evaluate.shots": [5]}),
         show_entry("abl-cond-no", "cond-no", state="failed", log="/nowhere/x.out"),
         show_entry("abl-head-nn-cos", "head-nn-cos", state="queued"),
-        show_entry("abl-odd", None, **{"pretrain.ratios": [0.7]}),  # matches no variant
+        show_entry("abl-odd", None, **{"ratios": [0.7]}),  # matches no variant
         show_entry("my-seeds", ab.DEFAULT, seeds=(5,)),  # not named abl-: not read
     )
     return ab.collect(show, fake_reader, paper, read_log=lambda path: None)
@@ -900,7 +927,7 @@ def test_queue_run_collect_in_a_tiny_pipeline(root, tmp_path, monkeypatch):
     tiny = {"seeds": [0], "datasets": ["diabetes"], "pretrain": {"max_epochs": 3, "patience": 2},
             "evaluate": {"episodes": 3}, "baselines": {"methods": []}}
     work, env, _ = build(root, tmp_path / "repo", tiny, repro=False)
-    monkeypatch.setitem(ab.DEFAULTS, "pretrain.ratios", [0.2, 0.5])
+    monkeypatch.setitem(ab.DEFAULTS, "ratios", [0.2, 0.5])
     monkeypatch.chdir(work)
     for key in ("PATH", "DVC_NO_ANALYTICS", "SEBA_WORKER_IDLE"):
         monkeypatch.setenv(key, env[key])

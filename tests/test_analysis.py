@@ -116,7 +116,7 @@ def test_missing_inputs_are_named_before_any_table_is_analysed(tmp_path):
 
     raw = yaml.safe_load(committed_params())
     raw.update(datasets=["diabetes", "cmc"], seeds=[0])
-    raw["pretrain"]["ratios"] = [0.2, 0.5]
+    raw["ratios"] = [0.2, 0.5]
     params = parse_params(raw)
     from seba.data import make_split, save_splits
 
@@ -159,7 +159,7 @@ def test_the_analysis_stage_runs_only_when_asked_and_writes_its_report(tiny_pipe
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| diabetes |" in (out / "README.md").read_text()
     used = yaml.safe_load((out / "params.yaml").read_text())
-    assert used["pretrain.ratios"] == [0.2, 0.5] and used["analysis"]["masks"] > 0  # the settings used, defaults too
+    assert used["ratios"] == [0.2, 0.5] and used["analysis"]["masks"] > 0  # the settings used, defaults too
     assert set(used["target_views"]) == {"diabetes", "cmc"}
     assert stages_run(run(["dvc", "repro", "analyses/dvc.yaml"], work, env).stdout) == set()
     assert stages_run(run(["dvc", "repro", "--dry"], work, env).stdout) == set()

@@ -580,7 +580,7 @@ def test_pretrain_log_keys_records_as_the_committed_ones_and_their_readers_do(tm
     log_module = load("pretrain_log")
     edit = load("gpu_protocol").edit_params
     (tmp_path / "params.yaml").write_text(edit(committed_params(),
-                                               ["datasets=[cmc]", "pretrain.ratios=[0.1, 0.25]"]))
+                                               ["datasets=[cmc]", "ratios=[0.1, 0.25]"]))
     entry = {"best_epoch": 3, "stop_epoch": 9, "steps": 18, "capped": 0, "seconds": 1.5, "best_val_loss": 4.7,
              "masked_columns": 1, "val_loss": [4.81234567, 4.7]}
     for tag in ("r0.1", "r0.25"):
@@ -597,21 +597,21 @@ def test_pretrain_log_keys_records_as_the_committed_ones_and_their_readers_do(tm
     assert all(key.split()[1].startswith("r=") for key in committed)
 
 
-def test_noop_params_counts_the_keys_dvc_looks_up_and_the_pretrain_section_whole():
+def test_noop_params_counts_the_keys_dvc_looks_up_and_the_sections_key_by_key():
     """benchmarks/noop_params.py: the keys are those DVC resolves from dvc.yaml (a pretrain stage lists
-    seeds, its source and every pretrain key but ratios); listed whole, the section is one lookup."""
+    seeds, its source and the pretrain section whole); key by key, a section is one lookup per key."""
     noop = load("noop_params")
-    keys = ["seeds", "sources.cmc", "pretrain.fill", "pretrain.lr"]
-    assert noop.whole_section(keys) == ["seeds", "sources.cmc", "pretrain"]
-    assert noop.whole_section(["seeds", "pretrain.ratios", "pretrain.device"]) == ["seeds", "pretrain.ratios",
-                                                                                    "pretrain.device"]
+    config = {"seeds": [0], "pretrain": {"fill": "zero", "lr": 0.001}, "evaluate": {"shots": [1]}}
+    assert noop.key_by_key(["seeds", "sources.cmc", "pretrain"], config) == ["seeds", "sources.cmc", "pretrain.fill",
+                                                                            "pretrain.lr"]
+    assert noop.key_by_key(["seeds", "evaluate.shots"], config) == ["seeds", "evaluate.shots"]
     stages = dict(noop.listed_keys(ROOT))
     pretrain = [name for name in stages if name.startswith("pretrain@")]
-    assert pretrain and all("pretrain.ratios" not in stages[name] and "pretrain.lr" in stages[name] for name in pretrain)
+    assert pretrain and all(stages[name][-1] == "pretrain" and "ratios" not in stages[name] for name in pretrain)
     assert stages["validate"] == [] and stages["aggregate"] == []  # they track the whole file
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "noop_params.py"), "--repeats", "1"],
                          capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
-    listed, whole = map(int, re.search(r"(\d+) keys as listed, (\d+) with", out.stdout).groups())
-    assert whole < listed == sum(len(keys) for keys in stages.values())
+    listed, single = map(int, re.search(r"(\d+) keys as listed, (\d+) key by key", out.stdout).groups())
+    assert listed == sum(len(keys) for keys in stages.values()) < single
     assert "best: parses" in out.stdout

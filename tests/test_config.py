@@ -36,7 +36,7 @@ def test_committed_params_is_heads_file_not_the_workspace_edit(tmp_path):
 
 def test_default_params_are_the_papers(committed_file):
     p = load_params(committed_file)
-    assert p.pretrain.ratios == (0.1, 0.2, 0.3, 0.4, 0.5)
+    assert p.ratios == (0.1, 0.2, 0.3, 0.4, 0.5)
     assert (p.pretrain.lr, p.pretrain.batch_size, p.pretrain.patience, p.pretrain.max_epochs) == (1e-3, 1024, 100, 10000)
     assert (p.pretrain.encoder_hidden, p.pretrain.projector_hidden, p.pretrain.projector_out) == (1024, 1024, 256)
     assert p.evaluate.shots == (1, 5, 10) and p.evaluate.episodes == 100
@@ -48,10 +48,11 @@ def test_default_params_are_the_papers(committed_file):
 
 
 @pytest.mark.parametrize("edit,message", [
-    (lambda r: r["pretrain"].update(ratio=[0.1]), "unknown key 'pretrain.ratio' \\(did you mean 'ratios'\\?\\)"),
+    (lambda r: r.update(ratio=[0.1]), "unknown key 'ratio' \\(did you mean 'ratios'\\?\\)"),
+    (lambda r: r["pretrain"].update(ratios=[0.1]), "'pretrain.ratios' is now the top-level key 'ratios': move it there"),
     (lambda r: r.update(seed=[1]), "unknown key 'seed' \\(did you mean 'seeds'\\?\\)"),
-    (lambda r: r["pretrain"].update(ratios=[0.1, 1.5]), "'pretrain.ratios' values must lie in \\(0, 1\\)"),
-    (lambda r: r["pretrain"].update(ratios=[0.2, 0.2]), "'pretrain.ratios' has duplicates"),
+    (lambda r: r.update(ratios=[0.1, 1.5]), "'ratios' values must lie in \\(0, 1\\)"),
+    (lambda r: r.update(ratios=[0.2, 0.2]), "'ratios' has duplicates"),
     (lambda r: r["pretrain"].update(batch_size="big"), "'pretrain.batch_size' must be an integer"),
     (lambda r: r["pretrain"].update(patience=0), "'pretrain.patience' must be > 0"),
     (lambda r: r["pretrain"].update(batch_size=1), "'pretrain.batch_size' must be at least 2 \\(a contrastive loss compares"),
@@ -75,11 +76,11 @@ def test_default_params_are_the_papers(committed_file):
     (lambda r: r["sources"]["cmc"].update(openml_id=None), "'sources.cmc' needs exactly one of 'openml_id'"),
     (lambda r: r["sources"]["cmc"].update(openml_id=None, target="class"), "'sources.cmc' needs exactly one of"),
     # the ablation switches
-    (lambda r: r["pretrain"].update(ratios=[0.1, "rand"]), "'pretrain.ratios' must be a non-empty list of numbers"),
-    (lambda r: r["pretrain"].update(ratios=["random", "random"]), "'pretrain.ratios' has duplicates"),
+    (lambda r: r.update(ratios=[0.1, "rand"]), "'ratios' must be a non-empty list of numbers"),
+    (lambda r: r.update(ratios=["random", "random"]), "'ratios' has duplicates"),
     # YAML's .nan and .inf: named, not a TypeError from the error message's own lookup
-    (lambda r: r["pretrain"].update(ratios=[0.1, float("nan")]), "'pretrain.ratios' must be a non-empty list of numbers"),
-    (lambda r: r["pretrain"].update(ratios=[float("inf")]), "'pretrain.ratios' must be a non-empty list of numbers"),
+    (lambda r: r.update(ratios=[0.1, float("nan")]), "'ratios' must be a non-empty list of numbers"),
+    (lambda r: r.update(ratios=[float("inf")]), "'ratios' must be a non-empty list of numbers"),
     (lambda r: r["pretrain"].update(random_ratio_range=[0.5, 0.1]),
      "'pretrain.random_ratio_range' must be \\[low, high\\] with 0 < low <= high < 1"),
     (lambda r: r["pretrain"].update(normalise="yes"), "'pretrain.normalise' must be true or false"),
@@ -113,7 +114,7 @@ def test_a_datasets_own_pretrain_values_apply_to_it_alone(raw):
     assert (cmc.precision, cmc.patience, cmc.min_delta) == ("bf16", 7, 0.0)
     assert isinstance(cmc.min_delta, float)
     assert dna == p.pretrain  # datasets without values of their own train with the section as it is
-    assert cmc.lr == p.pretrain.lr and cmc.ratios == p.pretrain.ratios
+    assert cmc.lr == p.pretrain.lr and not hasattr(cmc, "ratios")  # the ratios are shared: the top-level key
 
 
 def test_params_yaml_is_read_as_dvc_reads_it(tmp_path):
@@ -168,12 +169,15 @@ def test_every_pretrain_and_evaluate_setting_is_a_dvc_param_of_its_stage(root):
 
     stages = yaml.safe_load((root / "dvc.yaml").read_text())["stages"]
     pretrain = set(stages["pretrain"]["params"])
+    # the section whole (one lookup for DVC) or each of its keys
     missing = [f"pretrain.{f.name}" for f in dataclasses.fields(PretrainConfig)
-               if f.name != "ratios" and f"pretrain.{f.name}" not in pretrain]
+               if "pretrain" not in pretrain and f"pretrain.{f.name}" not in pretrain]
     assert not missing, f"pretrain stage does not list {missing}"
     assert "sources.${item.dataset}" in pretrain, "a dataset's own pretrain values would not rerun its stages"
+    assert "ratios" not in pretrain, "adding a ratio would rerun every pretrain stage"
     evaluate = set(stages["evaluate"]["do"]["params"])
-    missing = [f"evaluate.{f.name}" for f in dataclasses.fields(EvaluateConfig) if f"evaluate.{f.name}" not in evaluate]
+    missing = [f"evaluate.{f.name}" for f in dataclasses.fields(EvaluateConfig)
+               if "evaluate" not in evaluate and f"evaluate.{f.name}" not in evaluate]
     assert not missing, f"evaluate stage does not list {missing}"
 
 
@@ -250,7 +254,7 @@ def test_settings_that_change_nothing_are_noted_by_validate(raw):
     assert sorted(notes(parse_params(edited))) == sorted([
         f"pretrain.mask_bias is true but pretrain.conditioned is false: no mask reaches the projector, so it changes "
         f"nothing ({', '.join(datasets)})",
-        f"pretrain.random_ratio_range is [0.2, 0.4], but pretrain.ratios has no 'random' ratio, the only one that uses "
+        f"pretrain.random_ratio_range is [0.2, 0.4], but ratios has no 'random' ratio, the only one that uses "
         f"it ({', '.join(raw['datasets'])})",
         "evaluate.prototype_shots lists 1, which evaluate.shots [5] lacks: no episode uses it",
         "executor address '10.0.0.1:6379', gpus_per_task 1: used with executor.kind ray only (kind is local)",

@@ -79,10 +79,10 @@ def _add_dataset(name: str):
 
 # (case, params edit, fragments of the one error line)
 BAD_PARAMS = [
-    ("ratios that share a directory", _set("pretrain.ratios", [0.2, 0.2000001]),
-     ["'pretrain.ratios' values 0.2 and 0.2000001 both name the output directory r0.2"]),
-    ("ratio with 7 significant digits", _set("pretrain.ratios", [0.1234567, 0.5]),
-     ["'pretrain.ratios' value 0.1234567 has more than 6 significant digits", "r0.123457", "r0.1234567"]),
+    ("ratios that share a directory", _set("ratios", [0.2, 0.2000001]),
+     ["'ratios' values 0.2 and 0.2000001 both name the output directory r0.2"]),
+    ("ratio with 7 significant digits", _set("ratios", [0.1234567, 0.5]),
+     ["'ratios' value 0.1234567 has more than 6 significant digits", "r0.123457", "r0.1234567"]),
     ("seed beyond numpy's range", _set("seeds", [0, 4294967296]), ["'seeds' must be <= 4294967295"]),
     ("a trillion episodes", _set("evaluate.episodes", 10**12), ["'evaluate.episodes' must be <= 10000"]),
     ("unbounded OpenML retries", _set("fetch.retries", 1000), ["'fetch.retries' must be <= 10"]),
@@ -117,7 +117,7 @@ def test_valid_params_pass_and_the_stamp_never_changes(small_repo, capsys):
     assert validate_main(["--root", str(small_repo), "--stamp"]) == 0
     assert (small_repo / STAMP).read_text() == STAMP_TEXT
     params = yaml.safe_load((small_repo / "params.yaml").read_text())
-    params["pretrain"]["ratios"] = [0.25, 1e-05, 0.5]  # canonical: DVC spells them as ratio_tag does
+    params["ratios"] = [0.25, 1e-05, 0.5]  # canonical: DVC spells them as ratio_tag does
     params["seeds"] = [0, 4294967295]
     (small_repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     assert validate_main(["--root", str(small_repo), "--stamp"]) == 0, capsys.readouterr().err
@@ -472,7 +472,7 @@ def _break_manifest(work: Path) -> None:
 # earlier, in DVC itself), before any other stage's outputs are removed
 DVC_CASES = [
     ("a params typo", _append("foo: 1\n"), "unknown key 'foo'"),
-    ("ratios that share a directory", _params_edit(_set("pretrain.ratios", [0.2, 0.2000001])),
+    ("ratios that share a directory", _params_edit(_set("ratios", [0.2, 0.2000001])),
      "both name the output directory r0.2"),
     ("seed beyond range", _params_edit(_set("seeds", [4294967296])), "'seeds' must be <= 4294967295"),
     ("a trillion episodes", _params_edit(_set("evaluate.episodes", 10**12)), "'evaluate.episodes' must be <= 10000"),

@@ -98,10 +98,10 @@ def test_only_affected_stages_rerun_after_params_edits(repo):
     assert stages_run(run(["dvc", "repro"], work, env).stdout) == expected | {"track"}
     assert dry() == set()
 
-    set_params(work, {"pretrain": {"ratios": [0.2, 0.5, 0.3]}})
+    set_params(work, {"ratios": [0.2, 0.5, 0.3]})
     assert dry() == {"validate", "pretrain@diabetes-0.3", "pretrain@cmc-0.3", "evaluate@diabetes", "evaluate@cmc",
                      "aggregate"}
-    set_params(work, {"pretrain": {"ratios": [0.2, 0.5]}})
+    set_params(work, {"ratios": [0.2, 0.5]})
     assert dry() == set()
 
     # adding a method adds only its stages; one method's hyper-parameter reruns only that method
@@ -156,7 +156,7 @@ def test_ablation_switches_rerun_only_what_they_affect_and_run(repo):
     assert dry() == {"validate", "aggregate"} | {f"pretrain@{d}-{r}" for d in ("diabetes", "cmc") for r in (0.2, 0.5)}
 
     # a real run of three switches at once: raw inputs, a random-ratio encoder, fine-tuning
-    set_params(work, {"pretrain": {"ratios": [0.2, "random"]}, "evaluate": {"head": "finetune"}})
+    set_params(work, {"ratios": [0.2, "random"], "evaluate": {"head": "finetune"}})
     assert stages_run(run(["dvc", "repro"], work, env).stdout) == evaluation | {"track"} | {
         f"pretrain@{d}-{r}" for d in ("diabetes", "cmc") for r in (0.2, "random")}
     for ratio in ("r0.2", "rrandom"):
@@ -173,7 +173,7 @@ def test_ablation_switches_rerun_only_what_they_affect_and_run(repo):
     assert "rrandom" in (work / "reports/results.md").read_text()
 
     # back as it was: DVC's run cache restores the earlier outputs
-    set_params(work, {"pretrain": {"ratios": TINY["pretrain"]["ratios"], "normalise": True},
+    set_params(work, {"ratios": TINY["ratios"], "pretrain": {"normalise": True},
                       "evaluate": {"head": "linear"}})
     run(["dvc", "repro"], work, env)
     assert dry() == set()

@@ -140,16 +140,16 @@ PARAMS_CASES = [
     ("unknown top-level section", rename_key("evaluate", "evaluat"), ["'evaluat'", "did you mean 'evaluate'"]),
     ("wrong type", set_key("pretrain.lr", "fast"), ["'pretrain.lr' must be a number", "'fast'"]),
     ("bool for an int", set_key("pretrain.batch_size", True), ["'pretrain.batch_size' must be an integer"]),
-    ("ratio above 1", set_key("pretrain.ratios", [0.1, 1.5]), ["'pretrain.ratios'", "(0, 1)", "1.5"]),
-    ("ratio zero", set_key("pretrain.ratios", [0.0, 0.2]), ["'pretrain.ratios'", "(0, 1)"]),
-    ("empty ratios", set_key("pretrain.ratios", []), ["'pretrain.ratios' must be a non-empty list"]),
+    ("ratio above 1", set_key("ratios", [0.1, 1.5]), ["'ratios'", "(0, 1)", "1.5"]),
+    ("ratio zero", set_key("ratios", [0.0, 0.2]), ["'ratios'", "(0, 1)"]),
+    ("empty ratios", set_key("ratios", []), ["'ratios' must be a non-empty list"]),
     ("empty seeds", set_key("seeds", []), ["'seeds' must be a non-empty list"]),
     ("empty datasets", set_key("datasets", []), ["'datasets' must be a non-empty list"]),
-    ("duplicate ratios", set_key("pretrain.ratios", [0.1, 0.2, 0.1]), ["'pretrain.ratios' has duplicates"]),
+    ("duplicate ratios", set_key("ratios", [0.1, 0.2, 0.1]), ["'ratios' has duplicates"]),
     ("zero epochs", set_key("pretrain.max_epochs", 0), ["'pretrain.max_epochs' must be > 0"]),
     ("negative batch size", set_key("pretrain.batch_size", -5), ["'pretrain.batch_size' must be at least 2"]),
-    ("the ratios missing (dvc.yaml builds the pretrain stages from them)", delete_key("pretrain.ratios"),
-     ["'pretrain.ratios' is missing; dvc.yaml builds its stages from it (one pretrain stage per ratio"]),
+    ("the ratios missing (dvc.yaml builds the pretrain stages from them)", delete_key("ratios"),
+     ["'ratios' is missing; dvc.yaml builds its stages from it (one pretrain stage per ratio"]),
     ("the baselines section emptied", set_key("baselines", None),
      ["'baselines.methods' is missing; dvc.yaml builds its stages from it (one baseline stage per method; [] runs none)"]),
     ("a dataset name misspelt", set_key("datasets", ["diabetess"]),
@@ -1199,7 +1199,7 @@ def test_a_pretrain_stage_holds_the_rows_of_the_stack_in_training_only(repo, no_
 
 
 @pytest.mark.parametrize("stage, args, message", [
-    ("pretrain", ["--ratio", "0.25"], "error in stage 'pretrain': --ratio 0.25 is not in pretrain.ratios [0.1, 0.2, 0.3, 0.4, 0.5]: dvc.yaml "
+    ("pretrain", ["--ratio", "0.25"], "error in stage 'pretrain': --ratio 0.25 is not in ratios [0.1, 0.2, 0.3, 0.4, 0.5]: dvc.yaml "
                                       "has a pretrain stage for those only"),
     ("baseline", ["--method", "scarf"], "method 'scarf' is not in 'baselines.methods' ['knn', 'logreg']: dvc.yaml has "
                                         "no baseline stage for it; add it there")])
@@ -1277,7 +1277,7 @@ def test_aggregate_checks_every_episodes_file_before_it_rewrites_any_report(repo
     episodes = repo / "reports" / "episodes"
     (episodes / "knn").mkdir(parents=True)
     (episodes / "logreg").mkdir()
-    ratios = [f"r{r}" for r in params["pretrain"]["ratios"]]
+    ratios = [f"r{r}" for r in params["ratios"]]
     synthetic_episodes(params, ratios + ["ensemble"]).to_csv(episodes / "diabetes.csv", index=False)
     synthetic_episodes(params, ["knn"], -3).to_csv(episodes / "knn" / "diabetes.csv", index=False)
     synthetic_episodes(params, ["logreg"], -1).to_csv(episodes / "logreg" / "diabetes.csv", index=False)
@@ -1335,7 +1335,7 @@ def test_a_damaged_file_of_an_earlier_stage_names_the_stage_to_rerun(repo, no_ml
     import torch
 
     models = repo / "data" / "models" / "diabetes"
-    for ratio in yaml.safe_load((repo / "params.yaml").read_text())["pretrain"]["ratios"]:
+    for ratio in yaml.safe_load((repo / "params.yaml").read_text())["ratios"]:
         (models / f"r{ratio}").mkdir(parents=True)
         torch.save({"encoder": {}, "model_config": {}}, models / f"r{ratio}" / "seed0.pt")
         (models / f"r{ratio}" / "log.json").write_text('{"seeds": {"0": {}}}')

@@ -18,7 +18,8 @@ from conftest import committed_params
 TINY = {
     "seeds": [0],
     "datasets": ["diabetes", "cmc"],
-    "pretrain": {"ratios": [0.2, 0.5], "max_epochs": 4, "patience": 2},
+    "ratios": [0.2, 0.5],
+    "pretrain": {"max_epochs": 4, "patience": 2},
     "evaluate": {"episodes": 3},
     "baselines": {"methods": ["knn"]},
     "theorem": {"dims": [16], "separations": [4, 64], "trials": 1000, "batch_size": 64, "masks": 2},
