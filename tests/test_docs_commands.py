@@ -17,7 +17,10 @@ code blocks fenced or indented) still names what exists, read statically (nothin
   script whose own source builds no parser;
 - `bash X.sh`, `. X.sh`: the file exists, and each `NAME=value` before `bash` is a variable the
   script reads (but for the environment variables of COMMON_ENV, which the programs it runs read);
-- `dvc repro TARGET`: its dvc.yaml exists and has the stage (the part before `@`);
+- `dvc repro TARGET`: its dvc.yaml exists and has the stage (the part before `@`); the part after
+  `@` is an instance the stage can have: for a stage expanded over `${datasets}`, a dataset of
+  `sources`; over `${ratios}`, a ratio in (0, 1) or `random`; over `${baselines.methods}`, a method
+  section of `baselines` (matrix stages: the values joined by `-`, in the matrix's order);
 - `make TARGET`: a target of the Makefile; `pip install -e ".[EXTRAS]"`: extras of pyproject.toml.
 
 The Makefile's recipes (the README's shortcuts) are checked the same way. No key is exempt but the
@@ -37,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -245,7 +249,23 @@ class Repo:
 
     @functools.cache
     def stages(self, dvcfile: Path) -> set[str]:
-        return set((yaml.safe_load(dvcfile.read_text(encoding="utf-8")) or {}).get("stages") or {})
+        return set(self.stage_defs(dvcfile))
+
+    @functools.cache
+    def stage_defs(self, dvcfile: Path) -> dict:
+        return (yaml.safe_load(dvcfile.read_text(encoding="utf-8")) or {}).get("stages") or {}
+
+    def item_values(self, expression) -> Callable[[str], bool] | None:
+        """Whether a text is one value of a `foreach` / `matrix` expression (``${datasets}``, ...): a
+        value the stage could be expanded over, whatever the list holds today; None: not known."""
+        name = expression[2:-1] if isinstance(expression, str) and expression.startswith("${") else None
+        if name == "datasets":
+            return lambda text: text in (self.params.get("sources") or {})
+        if name == "ratios":
+            return lambda text: text == "random" or bool(re.fullmatch(r"0?\.\d+|\d(\.\d+)?e-\d+", text))
+        if name == "baselines.methods":
+            return lambda text: isinstance((self.params.get("baselines") or {}).get(text), dict)
+        return None
 
     def module_file(self, module: str) -> Path | None:
         base = self.root.joinpath(*module.split("."))
@@ -475,7 +495,31 @@ def check_dvc(args: list[str], repo: Repo) -> list[str]:
                 out.append(f"dvc repro {target}: no such file {dvcfile.relative_to(repo.root)}")
             elif stage and stage.split("@")[0] not in repo.stages(dvcfile):
                 out.append(f"dvc repro {target}: {dvcfile.relative_to(repo.root)} has no stage {stage.split('@')[0]!r}")
+            elif "@" in stage and not is_instance(repo, dvcfile, *stage.split("@", 1)):
+                out.append(f"dvc repro {target}: {dvcfile.relative_to(repo.root)}'s stage {stage.split('@')[0]!r} "
+                           f"has no instance {stage.split('@', 1)[1]!r}")
     return out
+
+
+def is_instance(repo: Repo, dvcfile: Path, name: str, item: str) -> bool:
+    """Whether ``name@item`` is an instance the stage can have (True where its expansion is not known)."""
+    definition = repo.stage_defs(dvcfile)[name] or {}
+    if "foreach" in definition:
+        axes = [repo.item_values(definition["foreach"])]
+    elif isinstance(definition.get("matrix"), dict):
+        axes = [repo.item_values(values) for values in definition["matrix"].values()]
+    else:
+        return False  # a stage that is not expanded has no `@` instances
+    if any(axis is None for axis in axes):
+        return True
+
+    def fits(text: str, rest: list) -> bool:  # the values are joined by '-', which a value may hold too
+        if len(rest) == 1:
+            return rest[0](text)
+        parts = text.split("-")
+        return any(rest[0]("-".join(parts[:i])) and fits("-".join(parts[i:]), rest[1:]) for i in range(1, len(parts)))
+
+    return fits(item, axes)
 
 
 def check_command(tokens: list[str], repo: Repo) -> list[str]:
@@ -558,6 +602,7 @@ def test_the_checker_reports_a_bad_key_flag_script_and_stage():
         "python benchmarks/gpu_protocol.py --set seeds=3 fetch.sourc=snapshot --datasets dna",
         "dvc repro evaluate@cmc analyses/dvc.yaml:theorem analyses/dvc.yaml:nothing pretrian@cmc-0.1",
         "python benchmarks/speed.py --skip-st",
+        "dvc repro pretrain@cmc-0.7x evaluate@cmcc baseline@knn-cnae9 baseline@nosuch-cmc pretrain@cmc-random validate@x",
         "```",
         "",
         "    python stages/<stage>.py --dataset <name>   # placeholders: not checked",
@@ -582,7 +627,11 @@ def test_the_checker_reports_a_bad_key_flag_script_and_stage():
         ("made-up.md:15:", "analyses/dvc.yaml has no stage 'nothing'"),
         ("made-up.md:15:", "dvc.yaml has no stage 'pretrian'"),
         ("made-up.md:16:", "--skip-st is an abbreviation of benchmarks/speed.py's --skip-steps"),
-        ("made-up.md:21:", "benchmarks/speed.py has no option --skip-dvcc"),
+        ("made-up.md:17:", "stage 'pretrain' has no instance 'cmc-0.7x'"),
+        ("made-up.md:17:", "stage 'evaluate' has no instance 'cmcc'"),
+        ("made-up.md:17:", "stage 'baseline' has no instance 'nosuch-cmc'"),
+        ("made-up.md:17:", "stage 'validate' has no instance 'x'"),
+        ("made-up.md:22:", "benchmarks/speed.py has no option --skip-dvcc"),
     ]
     for where, what in expected:
         assert any(p.startswith(where) and what in p for p in found), f"not reported: {where} {what}\n" + "\n".join(found)
