@@ -21,7 +21,10 @@ code blocks fenced or indented) still names what exists, read statically (nothin
   `@` is an instance the stage can have: for a stage expanded over `${datasets}`, a dataset of
   `sources`; over `${ratios}`, a ratio in (0, 1) or `random`; over `${baselines.methods}`, a method
   section of `baselines` (matrix stages: the values joined by `-`, in the matrix's order);
-- `make TARGET`: a target of the Makefile; `pip install -e ".[EXTRAS]"`: extras of pyproject.toml.
+- `make TARGET`: a target of the Makefile; `pip install -e ".[EXTRAS]"`: extras of pyproject.toml;
+- values: a flag's value is one of its parser's literal `choices`, and dataset names (the values of
+  `--dataset`, `--datasets`, `--tables`, of `DATASETS=` / `TABLES=` before a script, and of
+  `-S datasets=[...]`) are datasets of params.yaml's `sources`.
 
 The Makefile's recipes (the README's shortcuts) are checked the same way. No key is exempt but the
 generic `-S key=value` (GENERIC_KEYS): a per-dataset `sources.<ds>.pretrain.<k>` must be in
@@ -54,6 +57,9 @@ FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([\w+-]*)")
 SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", flags=re.S)
 PLACEHOLDER = re.compile(r"<[^<>\s]*>|…|\.\.\.|\$")
 ENV_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=")
+# what names datasets: flags (their values up to the next option) and variables set for a script
+DATASET_FLAGS = {"--dataset", "--datasets", "--tables"}
+DATASET_ENV = {"DATASETS", "TABLES"}
 SEPARATORS = {"&&", "||", ";", "|", "&"}
 # words before the command itself (`timeout` also takes its duration)
 PREFIXES = {"time", "nohup", "exec", "env", "do", "then", "else", "!", "sudo", "command"}
@@ -170,6 +176,7 @@ class Parser:
     top: set[str] = field(default_factory=set)
     subs: dict[str, set[str]] = field(default_factory=dict)
     built: bool = False  # the source builds a parser itself (else: --help)
+    choices: dict[str, set[str]] = field(default_factory=dict)  # flag -> its literal choices, as text
 
 
 def parser_of(source: str) -> Parser:
@@ -203,6 +210,14 @@ def parser_of(source: str) -> Parser:
             flags = {a.value for a in node.args if isinstance(a, ast.Constant) and str(a.value).startswith("--")}
             sub = owner.get(base(node))
             (found.top if sub is None else found.subs.setdefault(sub, set())).update(flags)
+            for keyword in node.keywords:
+                if keyword.arg == "choices":
+                    try:
+                        values = ast.literal_eval(keyword.value)
+                    except ValueError:  # not a literal (a name, a call): not checked
+                        continue
+                    for flag in flags:
+                        found.choices[flag] = {str(v) for v in values}
         elif isinstance(func, ast.Name) and func.id == "parse_args" and node.keywords:
             found.built = True
             found.top.update(f"--{k.arg}" for k in node.keywords if k.arg)
@@ -320,7 +335,9 @@ def check_set_param(value: str, repo: Repo) -> list[str]:
         problem = parent and key_problem(mapping, parent, where)
         return [f"-S {value!r}: {problem}"] if problem else []
     problem = key_problem(mapping, key, where)
-    return [f"-S {value!r}: {problem} (DVC's -S only changes keys the file has)"] if problem else []
+    if problem:
+        return [f"-S {value!r}: {problem} (DVC's -S only changes keys the file has)"]
+    return dataset_problems(f"-S {value!r}", value.partition("=")[2], repo) if key == "datasets" and not colon else []
 
 
 def check_edit(key: str, what: str, repo: Repo, prefixes: tuple[str, ...] = ("",)) -> list[str]:
@@ -405,6 +422,55 @@ def check_flags(path: Path, args: list[str], repo: Repo) -> list[str]:
             near = difflib.get_close_matches(flag, sorted(allowed), n=1)
             out.append(f"{name} has no option {flag}" + (f" (did you mean {near[0]}?)" if near else
                                                          f" (it has: {', '.join(sorted(allowed))})"))
+    return out + check_values(name, args, allowed, parser.choices, repo)
+
+
+def option_values(args: list[str]) -> list[tuple[str, list[str]]]:
+    """(flag, its values) for each `--flag` of ``args``: `--flag=v`, or the arguments up to the next option."""
+    out = []
+    for i, a in enumerate(args):
+        if a == "--":
+            break
+        if not a.startswith("--") or len(a) == 2:
+            continue
+        flag, eq, value = a.partition("=")
+        if eq:
+            out.append((flag, [value]))
+            continue
+        values = []
+        for b in args[i + 1:]:
+            if b.startswith("-"):
+                break
+            values.append(b)
+        out.append((flag, values))
+    return out
+
+
+def dataset_problems(where: str, text: str, repo: Repo) -> list[str]:
+    """Each dataset named in ``text`` (split on commas and spaces) is one of params.yaml's sources."""
+    sources = repo.params.get("sources") or {}
+    out = []
+    for name in re.split(r"[,\s]+", text.strip("[]'\"")):
+        name = name.strip("'\"")
+        if name and not is_placeholder(name) and name not in sources:
+            near = difflib.get_close_matches(name, sorted(sources), n=1)
+            out.append(f"{where}: no dataset {name!r} in params.yaml's sources" + (f" (did you mean {near[0]!r}?)"
+                                                                                    if near else ""))
+    return out
+
+
+def check_values(name: str, args: list[str], allowed: set[str], choices: dict[str, set[str]], repo: Repo) -> list[str]:
+    """A declared flag's value is one of its literal choices; the dataset flags' values are datasets."""
+    out = []
+    for flag, values in option_values(args):
+        if flag not in allowed:
+            continue
+        if flag in choices and values and not is_placeholder(values[0]) and values[0] not in choices[flag]:
+            out.append(f"{name} {flag} {values[0]}: not one of its choices ({', '.join(sorted(choices[flag]))})")
+        joined = " ".join(values)
+        if flag in DATASET_FLAGS and not is_placeholder(joined) and not re.search(r"<[^<>]*>", joined):  # `<all eight>`
+            for value in values:
+                out += dataset_problems(f"{name} {flag}", value, repo)
     return out
 
 
@@ -450,8 +516,8 @@ def check_python(args: list[str], repo: Repo) -> list[str]:
     return check_flags(path, args[i + 1:], repo) + params_edits(args[i], args[i + 1:], repo)
 
 
-def check_shell(args: list[str], env: list[str], repo: Repo) -> list[str]:
-    """`bash [options] SCRIPT ARGS` (or `. SCRIPT`), with ``env`` assigned before it."""
+def check_shell(args: list[str], env: dict[str, str], repo: Repo) -> list[str]:
+    """`bash [options] SCRIPT ARGS` (or `. SCRIPT`), with ``env`` (name -> value) assigned before it."""
     rest = [a for a in args if not a.startswith("-")]
     if not rest:
         return []
@@ -462,6 +528,8 @@ def check_shell(args: list[str], env: list[str], repo: Repo) -> list[str]:
     for name in env:
         if name not in COMMON_ENV and not re.search(rf"\$\{{?{name}\b", text):
             out.append(f"{rest[0]} reads no variable {name}")
+        elif name in DATASET_ENV:
+            out += dataset_problems(f"{name}= for {rest[0]}", env[name], repo)
     return out + params_edits(rest[0], rest[1:], repo)
 
 
@@ -524,11 +592,11 @@ def is_instance(repo: Repo, dvcfile: Path, name: str, item: str) -> bool:
 
 def check_command(tokens: list[str], repo: Repo) -> list[str]:
     """What is wrong with one simple command of the documents."""
-    env, i = [], 0
+    env, i = {}, 0
     while i < len(tokens):
         m = ENV_ASSIGN.match(tokens[i])
         if m:
-            env.append(m.group(1))
+            env[m.group(1)] = tokens[i][m.end():]
         elif tokens[i] == "timeout":
             i += 1
         elif tokens[i] not in PREFIXES and not re.fullmatch(r"\$\(\w+\)", tokens[i]):  # a Makefile's $(ACT)
@@ -603,6 +671,9 @@ def test_the_checker_reports_a_bad_key_flag_script_and_stage():
         "dvc repro evaluate@cmc analyses/dvc.yaml:theorem analyses/dvc.yaml:nothing pretrian@cmc-0.1",
         "python benchmarks/speed.py --skip-st",
         "dvc repro pretrain@cmc-0.7x evaluate@cmcc baseline@knn-cnae9 baseline@nosuch-cmc pretrain@cmc-random validate@x",
+        "python benchmarks/variants.py --dataset cmcc dna --device tpu && python benchmarks/variants.py --device=cuda",
+        "TABLES='dna pixl' bash benchmarks/gpu_checks.sh OUT 100 && TABLES=fashion bash benchmarks/gpu_checks.sh OUT 1",
+        "dvc exp run -S 'datasets=[cmc,diabetis]' -S 'datasets=[cmc,dna]'",
         "```",
         "",
         "    python stages/<stage>.py --dataset <name>   # placeholders: not checked",
@@ -631,7 +702,11 @@ def test_the_checker_reports_a_bad_key_flag_script_and_stage():
         ("made-up.md:17:", "stage 'evaluate' has no instance 'cmcc'"),
         ("made-up.md:17:", "stage 'baseline' has no instance 'nosuch-cmc'"),
         ("made-up.md:17:", "stage 'validate' has no instance 'x'"),
-        ("made-up.md:22:", "benchmarks/speed.py has no option --skip-dvcc"),
+        ("made-up.md:18:", "--dataset: no dataset 'cmcc' in params.yaml's sources (did you mean 'cmc'?)"),
+        ("made-up.md:18:", "benchmarks/variants.py --device tpu: not one of its choices (cpu, cuda)"),
+        ("made-up.md:19:", "TABLES= for benchmarks/gpu_checks.sh: no dataset 'pixl'"),
+        ("made-up.md:20:", "no dataset 'diabetis' in params.yaml's sources"),
+        ("made-up.md:25:", "benchmarks/speed.py has no option --skip-dvcc"),
     ]
     for where, what in expected:
         assert any(p.startswith(where) and what in p for p in found), f"not reported: {where} {what}\n" + "\n".join(found)
