@@ -244,7 +244,7 @@ def configure_threads(threads: int) -> int:
 
 # write failures that are the machine's, not the code's: they become an OutputError naming the file
 # (EACCES, EPERM: a folder or file this user may not write, e.g. one a container's root made)
-DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM})
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
 
 
 def _disk_error(exc: BaseException) -> bool:
@@ -260,6 +260,19 @@ def _umask() -> int:
 _UMASK = _umask()  # this process's file-creation mask, read once (reading it means setting it)
 
 
+def _fsync(path: Path, directory: bool = False) -> None:
+    """Flush ``path``'s data (a folder: its entries, e.g. a rename in it) to the disk. A file system
+    that cannot sync a folder (EINVAL, ENOTSUP) leaves the rename to its own ordering."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if not (directory and exc.errno in (errno.EINVAL, errno.ENOTSUP, errno.EBADF)):
+            raise
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it into place only if the block succeeds.
@@ -268,7 +281,9 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     temporary file it leaves is removed by the next write of ``path``: in a folder that is an
     output, such as reports/figures, it would be recorded and copied with it), and a full disk (or
     a file size limit, a read-only file system, a folder or file it may not write) is an
-    ``OutputError`` naming the file, with the earlier version of it kept.
+    ``OutputError`` naming the file, with the earlier version of it kept. The new bytes reach the
+    disk (fsync) before the rename, and the rename before the block returns, so a machine that goes
+    down at any point leaves under ``path`` the earlier version or the new one, whole.
     """
     path = Path(path)
     tmp_path = None
@@ -282,7 +297,9 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         tmp_path = Path(tmp)
         yield tmp_path
         os.chmod(tmp_path, 0o666 & ~_UMASK)  # mkstemp's file is private (0600); give it a new file's mode
+        _fsync(tmp_path)
         os.replace(tmp_path, path)
+        _fsync(path.parent, directory=True)
     except OSError as exc:
         if not _disk_error(exc):
             raise

@@ -615,3 +615,15 @@ def test_noop_params_counts_the_keys_dvc_looks_up_and_the_sections_key_by_key():
     listed, single = map(int, re.search(r"(\d+) keys as listed, (\d+) key by key", out.stdout).groups())
     assert listed == sum(len(keys) for keys in stages.values()) < single
     assert "best: parses" in out.stdout
+
+
+def test_atomic_write_times_the_writes_with_and_without_the_flushes(tmp_path):
+    """benchmarks/atomic_write.py writes through seba.runtime.atomic_path, flushed and not, in a
+    temporary folder of --dir that it removes."""
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "atomic_write.py"), "--files", "2", "--repeats", "1",
+                          "--dir", str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    rows = [line for line in out.stdout.splitlines() if "per file" in line]
+    assert len(rows) == 3 and all(re.search(r"flushed +[\d.]+ ms, not flushed +[\d.]+ ms per file \([\d.]+x\)", r)
+                                  for r in rows)
+    assert list(tmp_path.iterdir()) == []

@@ -20,6 +20,45 @@ def test_atomic_path_never_leaves_a_half_written_file(tmp_path):
     assert target.read_text() == "new" and len(list(target.parent.iterdir())) == 1
 
 
+def test_atomic_path_syncs_the_new_bytes_before_the_rename_and_the_rename_before_it_returns(tmp_path, monkeypatch):
+    """A machine that goes down mid-write leaves the earlier file or the new one, whole: the new
+    file's bytes are flushed to the disk before it is renamed over the old, and the folder (the
+    rename) before the write returns. A disk that fails the flush is an OutputError, old file kept."""
+    import errno
+    import os
+
+    from seba.errors import OutputError
+
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def replace(src, dst):
+        events.append(("replace", str(dst)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    target = tmp_path / "result.csv"
+    target.write_text("old")
+    with atomic_path(target) as tmp:
+        tmp.write_text("new")
+        temporary = str(tmp)
+    assert events == [("fsync", temporary), ("replace", str(target)), ("fsync", str(tmp_path))]
+
+    def failing(fd):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing)
+    with pytest.raises(OutputError, match="cannot write .*result.csv: Input/output error \\(the earlier version is kept"):
+        with atomic_path(target) as tmp:
+            tmp.write_text("newer")
+    assert target.read_text() == "new" and [p.name for p in tmp_path.iterdir()] == ["result.csv"]
+
+
 def test_atomic_path_gives_the_file_a_new_files_mode(tmp_path):
     """mkstemp makes its file private (0600): a report written through it would not be readable by
     the group and others as the committed one was; the file gets the mode the umask gives a new file."""
