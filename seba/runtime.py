@@ -261,13 +261,19 @@ _UMASK = _umask()  # this process's file-creation mask, read once (reading it me
 
 
 def _fsync(path: Path, directory: bool = False) -> None:
-    """Flush ``path``'s data (a folder: its entries, e.g. a rename in it) to the disk. A file system
-    that cannot sync a folder (EINVAL, ENOTSUP) leaves the rename to its own ordering."""
-    fd = os.open(path, os.O_RDONLY)
+    """Flush ``path``'s data (a folder: its entries, e.g. a rename in it) to the disk. A folder that
+    cannot be opened or synced (a file system or platform without it) leaves the rename to the file
+    system's own ordering: the file is in place by then."""
+    try:
+        fd = os.open(path, os.O_RDONLY if directory else os.O_RDWR)
+    except OSError:
+        if directory:
+            return
+        raise
     try:
         os.fsync(fd)
-    except OSError as exc:
-        if not (directory and exc.errno in (errno.EINVAL, errno.ENOTSUP, errno.EBADF)):
+    except OSError:
+        if not directory:
             raise
     finally:
         os.close(fd)
