@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from seba import paths
-from seba.runtime import log, repo_root
+from seba.errors import OutputError
+from seba.runtime import atomic_path, log, repo_root, write_text
 
 EXPERIMENT = "seba"
 PENDING_DIR = paths.TRACKING  # the records waiting for the track stage (git-ignored but for .gitignore)
@@ -150,9 +151,7 @@ class Tracker:
             (shutil.copytree if path.is_dir() else shutil.copy2)(path, copy)
             self.runs[self.run_id]["artifacts"].append([str(copy.relative_to(spool)), artifact_path])
         record = {"version": 1, "stage": self.stage, "runs": list(self.runs.values())}
-        tmp = spool / f".{name}.json.tmp"
-        tmp.write_text(json.dumps(record))
-        os.replace(tmp, spool / f"{name}.json")
+        write_text(spool / f"{name}.json", json.dumps(record))
 
     def child(self, run_name: str, params: dict | None = None, tags: dict | None = None) -> str | None:
         """A nested run (e.g. one per seed); returns its id (None if tracking is off)."""
@@ -341,10 +340,10 @@ def _wait(records: list[Path], root: Path) -> str:
         for path in records:
             if path.with_suffix(".files").exists():
                 shutil.move(path.with_suffix(".files"), target / path.with_suffix(".files").name)
-            shutil.copy2(path, target / f".{path.name}.tmp")
-            os.replace(target / f".{path.name}.tmp", target / path.name)
+            with atomic_path(target / path.name) as tmp:
+                shutil.copy2(path, tmp)
             path.unlink()
-    except OSError as exc:
+    except (OSError, OutputError) as exc:
         return f"{PENDING_DIR}/ of this temporary copy, which DVC deletes (not moved to {target}: {_first_line(exc)})"
     return f"{target}/"
 
