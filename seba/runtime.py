@@ -302,8 +302,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         os.close(fd)
         tmp_path = Path(tmp)
         yield tmp_path
+        _fsync(tmp_path)  # (before the mode: a umask may leave the file read-only to its owner)
         os.chmod(tmp_path, 0o666 & ~_UMASK)  # mkstemp's file is private (0600); give it a new file's mode
-        _fsync(tmp_path)
         os.replace(tmp_path, path)
         _fsync(path.parent, directory=True)
     except OSError as exc:

@@ -31,7 +31,7 @@ def test_atomic_path_syncs_the_new_bytes_before_the_rename_and_the_rename_before
     from seba.errors import OutputError
 
     events = []
-    real_fsync, real_replace = os.fsync, os.replace
+    real_fsync, real_replace, real_chmod = os.fsync, os.replace, os.chmod
 
     def fsync(fd):
         events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
@@ -41,14 +41,20 @@ def test_atomic_path_syncs_the_new_bytes_before_the_rename_and_the_rename_before
         events.append(("replace", str(dst)))
         real_replace(src, dst)
 
+    def chmod(path, mode):
+        events.append(("chmod", str(path)))
+        real_chmod(path, mode)
+
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "chmod", chmod)
     target = tmp_path / "result.csv"
     target.write_text("old")
     with atomic_path(target) as tmp:
         tmp.write_text("new")
         temporary = str(tmp)
-    assert events == [("fsync", temporary), ("replace", str(target)), ("fsync", str(tmp_path))]
+    # the flush opens the file for writing: before its mode is set, which a umask may make read-only
+    assert events == [("fsync", temporary), ("chmod", temporary), ("replace", str(target)), ("fsync", str(tmp_path))]
 
     def failing(fd):
         raise OSError(errno.EIO, "Input/output error")
