@@ -628,9 +628,11 @@ def load_params(path: str | Path = "params.yaml") -> Params:
         moved_ratios(raw)
         for keys, what in DVC_EXPANDS.items():
             node = raw
-            for key in keys:
-                node = node.get(key) if isinstance(node, dict) else None
-            if node is None:
+            for key in keys[:-1]:
+                node = node.get(key)
+                if not isinstance(node, dict):
+                    break
+            if not isinstance(node, dict) or keys[-1] not in node:
                 raise ConfigError(f"params.yaml: '{'.'.join(keys)}' is missing; dvc.yaml builds its stages from "
                                   f"it ({what}): add it")
     params = parse_params(raw)

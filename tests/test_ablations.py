@@ -46,6 +46,14 @@ def test_every_variant_is_one_experiment_and_each_default_row_the_default_experi
     assert all(set(o) <= set(ab.DEFAULTS) for o in ab.EXPERIMENTS.values())
 
 
+def set_dotted(raw: dict, key: str, value) -> None:
+    """raw['a']['b'] = value for key 'a.b' (a top-level key: raw[key])."""
+    *parents, last = key.split(".")
+    for part in parents:
+        raw = raw[part]
+    raw[last] = value
+
+
 def test_the_defaults_are_params_yaml_and_every_variant_is_valid_params():
     raw = yaml.safe_load(committed_params())
     flat = ab.flatten(raw)
@@ -54,11 +62,7 @@ def test_the_defaults_are_params_yaml_and_every_variant_is_valid_params():
     for slug in ab.EXPERIMENTS:
         params = copy.deepcopy(raw)
         for key, value in ab.signature(slug).items():
-            *parents, name = key.split(".")
-            node = params
-            for part in parents:
-                node = node[part]
-            node[name] = value
+            set_dotted(params, key, value)
         parse_params(params)  # every switch value is accepted
         assert ab.identify(ab.flatten(params)) == slug
 
@@ -132,11 +136,7 @@ def show_entry(name, slug, state="success", rev=None, seeds=(0, 1, 2), datasets=
     """One experiment as `dvc exp show --json` (DVC 3) lists it."""
     raw = yaml.safe_load(committed_params())
     for key, value in {**(ab.signature(slug) if slug else {}), **extra}.items():
-        *parents, name_ = key.split(".")
-        node = raw
-        for part in parents:
-            node = node[part]
-        node[name_] = value
+        set_dotted(raw, key, value)
     raw["seeds"], raw["datasets"] = list(seeds), list(datasets)
     rev = rev or f"{abs(hash(name)):040x}"[:40]
     executor = None if state == "success" and log is None else {
