@@ -42,6 +42,18 @@ def read_run(path: str, name: str) -> tuple[pd.DataFrame, bool]:
     return t.rename(columns={"accuracy": name, "accuracy_std": f"{name}_std", "episodes": f"{name}_n"}), False
 
 
+# the columns of the tables that --names label: a run may not be named after one of them
+COLUMNS = ("dataset", "shot", "seed", "seeds", "paper", "diff", "se")
+
+
+def check_names(na: str, nb: str, columns: tuple[str, ...] = COLUMNS) -> None:
+    """Exit naming the problem unless the two runs' names differ and neither is a column's."""
+    taken = [name for name in (na, nb) if name in columns]
+    if na == nb or taken:
+        raise SystemExit(f"error: --names must be two different names other than the table's columns "
+                         f"({', '.join(columns)}), got {na!r} {nb!r}")
+
+
 def paired(a: pd.DataFrame, b: pd.DataFrame, na: str, nb: str) -> pd.DataFrame:
     """Per cell over the seeds both runs have: both means, the mean difference (B − A) and the
     standard error of the per-seed differences."""
@@ -70,6 +82,7 @@ def main() -> None:
     parser.add_argument("--names", nargs=2, default=["A", "B"])
     args = parser.parse_args()
     na, nb = args.names
+    check_names(na, nb, COLUMNS + tuple(f"{name}_{end}" for name in (na, nb) for end in ("std", "n")))
     (a, a_seeds), (b, b_seeds) = read_run(args.a, na), read_run(args.b, nb)
     if a_seeds != b_seeds:
         raise SystemExit("error: one file is per seed (seed_spread.py --csv) and the other a results.csv: "

@@ -68,8 +68,9 @@ def main() -> int:
     parser.add_argument("--csv", type=Path)
     args = parser.parse_args()
     na, nb = args.names
-    if na == nb or {na, nb} & {"dataset", "shot", "seeds", "episodes", "diff", "se", "se_over"}:
-        raise SystemExit(f"error: --names must be two different names other than the table's columns, got {na} {nb}")
+    from compare_results import COLUMNS, check_names
+
+    check_names(na, nb, COLUMNS + ("episodes", "se_over"))
     table = compare(read_dir(args.a), read_dir(args.b), na, nb)
     if table.empty:
         raise SystemExit("error: the two folders share no table")

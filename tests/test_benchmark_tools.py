@@ -522,6 +522,12 @@ def test_compare_results_pairs_seed_means_over_the_seeds_both_runs_have(tmp_path
                                      "--names", "256", "out 1024"])  # names that are not identifiers
     compare.main()
     assert "| cmc | 1 | 3 | 52.00 | 52.83 | +0.83 * | 0.33 |" in capsys.readouterr().out
+    for names in (["capped", "paper"], ["seed", "B"], ["A", "A_std"], ["A", "A"]):  # a column's name, or twice one
+        monkeypatch.setattr("sys.argv", ["compare_results.py", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"),
+                                         "--names", *names])
+        with pytest.raises(SystemExit, match=r"--names must be two different names other than the table's "
+                                             r"columns \(dataset, shot, seed, seeds, paper, diff, se"):
+            compare.main()
 
 
 
@@ -553,6 +559,11 @@ def test_paired_episodes_pairs_over_seeds_or_over_one_seeds_episodes(tmp_path, c
                                      "--names", "train_accuracy", "none"])
     assert paired.main() == 0
     assert "mean over 1 tables, 5-shot: train_accuracy 51.00, none 53.00, difference +2.00" in capsys.readouterr().out
+    for names in (["capped", "paper"], ["episodes", "B"]):  # a column of this table or of the pairing
+        monkeypatch.setattr("sys.argv", ["paired_episodes.py", str(tmp_path / "a1"), str(tmp_path / "b1"),
+                                         "--names", *names])
+        with pytest.raises(SystemExit, match=f"other than the table's columns .*got '{names[0]}' '{names[1]}'"):
+            paired.main()
     write("other", [0], {0: [1.0, 2.0, 3.0]}, support="x")
     with pytest.raises(SystemExit, match="cmc: the two runs did not score the same episodes"):
         paired.compare(paired.read_dir(tmp_path / "a1"), paired.read_dir(tmp_path / "other"))
