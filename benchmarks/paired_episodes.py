@@ -5,9 +5,9 @@ Usage (repository root):
     python benchmarks/paired_episodes.py A_DIR B_DIR [--names A B] [--csv OUT.csv]
 
 Each DIR holds `<dataset>.csv` episode files as the evaluate stage writes them
-(`reports/episodes/`), copied after each run. Tables in both are compared; their episodes must be
-the same (seed, shot, episode and support fingerprint row for row), or the script stops naming
-the table. Per table and shot: both means, the difference B − A and its standard error, paired:
+(`reports/episodes/`), copied after each run. Tables in both are compared on the seeds both runs
+scored (a seed only one has is named and left out); there their episodes must be the same (shot,
+episode and support fingerprint row for row), or the script stops naming the table. Per table and shot: both means, the difference B − A and its standard error, paired:
 over the seeds' mean differences when the runs have two seeds or more (`se_over` = seeds), over
 the episodes' differences when they have one (`se_over` = episodes: the noise of those episodes
 on those encoders, not of another seed's encoders). The last line is the mean over tables per shot.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -42,7 +43,15 @@ def compare(a: dict[str, pd.DataFrame], b: dict[str, pd.DataFrame], na: str = "A
 
     rows = []
     for dataset in [d for d in a if d in b]:
-        both = a[dataset].merge(b[dataset], on=KEYS, how="outer", suffixes=("_a", "_b"), indicator=True)
+        seeds = set(a[dataset]["seed"]) & set(b[dataset]["seed"])
+        if not seeds:
+            raise SystemExit(f"error: {dataset}: the two runs share no seed")
+        for name, frame in ((na, a[dataset]), (nb, b[dataset])):
+            if alone := sorted(set(frame["seed"]) - seeds):
+                print(f"{dataset}: {name}'s seed{'s' if len(alone) > 1 else ''} {', '.join(map(str, alone))} "
+                      f"not in the other run, left out", file=sys.stderr)
+        ea, eb = (frame[frame["seed"].isin(seeds)] for frame in (a[dataset], b[dataset]))
+        both = ea.merge(eb, on=KEYS, how="outer", suffixes=("_a", "_b"), indicator=True)
         if (both["_merge"] != "both").any() or (both["support_hash_a"] != both["support_hash_b"]).any():
             raise SystemExit(f"error: {dataset}: the two runs did not score the same episodes (seeds, shots, "
                              f"episodes or supports differ); compare runs of the same seeds and evaluate.episodes")
@@ -86,8 +95,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    import sys
-
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from entry import run_main  # benchmarks/entry.py: a user's bad input is one line
 

@@ -564,6 +564,13 @@ def test_paired_episodes_pairs_over_seeds_or_over_one_seeds_episodes(tmp_path, c
                                          "--names", *names])
         with pytest.raises(SystemExit, match=f"other than the table's columns .*got '{names[0]}' '{names[1]}'"):
             paired.main()
+    capsys.readouterr()
+    both = paired.compare(paired.read_dir(tmp_path / "a1"), paired.read_dir(tmp_path / "b"), "one", "two").iloc[0]
+    assert both["seeds"] == 1 and both["diff"] == pytest.approx(2.0) and both["se_over"] == "episodes"  # seed 0's
+    assert "cmc: two's seed 1 not in the other run, left out" in capsys.readouterr().err
+    write("c", [2], {2: [0, 0, 0]})
+    with pytest.raises(SystemExit, match="cmc: the two runs share no seed"):
+        paired.compare(paired.read_dir(tmp_path / "a"), paired.read_dir(tmp_path / "c"))
     write("other", [0], {0: [1.0, 2.0, 3.0]}, support="x")
     with pytest.raises(SystemExit, match="cmc: the two runs did not score the same episodes"):
         paired.compare(paired.read_dir(tmp_path / "a1"), paired.read_dir(tmp_path / "other"))
