@@ -7,10 +7,11 @@ Usage (repository root):
 Each DIR holds `<dataset>.csv` episode files as the evaluate stage writes them
 (`reports/episodes/`), copied after each run. Tables in both are compared on the seeds both runs
 scored (a seed only one has is named and left out); there their episodes must be the same (shot,
-episode and support fingerprint row for row), or the script stops naming the table. Per table and shot: both means, the difference B − A and its standard error, paired:
-over the seeds' mean differences when the runs have two seeds or more (`se_over` = seeds), over
-the episodes' differences when they have one (`se_over` = episodes: the noise of those episodes
-on those encoders, not of another seed's encoders). The last line is the mean over tables per shot.
+episode and support fingerprint row for row), or the script stops naming the table. Per table
+and shot: both means, the difference B − A and its standard error, paired: over the seeds' mean
+differences when the runs have two seeds or more (`se_over` = seeds), over the episodes'
+differences when they have one (`se_over` = episodes: the noise of those episodes on those
+encoders, not of another seed's encoders). The last line is the mean over tables per shot.
 """
 
 from __future__ import annotations
@@ -53,8 +54,9 @@ def compare(a: dict[str, pd.DataFrame], b: dict[str, pd.DataFrame], na: str = "A
         ea, eb = (frame[frame["seed"].isin(seeds)] for frame in (a[dataset], b[dataset]))
         both = ea.merge(eb, on=KEYS, how="outer", suffixes=("_a", "_b"), indicator=True)
         if (both["_merge"] != "both").any() or (both["support_hash_a"] != both["support_hash_b"]).any():
-            raise SystemExit(f"error: {dataset}: the two runs did not score the same episodes (seeds, shots, "
-                             f"episodes or supports differ); compare runs of the same seeds and evaluate.episodes")
+            raise SystemExit(f"error: {dataset}: the two runs did not score the same episodes of the seeds both have "
+                             f"(shots, episodes or supports differ); compare runs of the same splits and evaluate "
+                             f"settings")
         means = both.groupby(["shot", "seed"], as_index=False)[["accuracy_a", "accuracy_b"]].mean()
         means = means.assign(dataset=dataset, paper=math.nan)
         cells = paired(means.drop(columns="accuracy_b").rename(columns={"accuracy_a": na}),
