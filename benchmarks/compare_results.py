@@ -48,8 +48,7 @@ COLUMNS = ("dataset", "shot", "seed", "seeds", "paper", "diff", "se")
 
 def check_names(na: str, nb: str, columns: tuple[str, ...] = COLUMNS) -> None:
     """Exit naming the problem unless the two runs' names differ and neither is a column's."""
-    taken = [name for name in (na, nb) if name in columns]
-    if na == nb or taken:
+    if na == nb or na in columns or nb in columns:
         raise SystemExit(f"error: --names must be two different names other than the table's columns "
                          f"({', '.join(columns)}), got {na!r} {nb!r}")
 
