@@ -645,3 +645,40 @@ def test_atomic_write_times_the_writes_with_and_without_the_flushes(tmp_path):
     assert len(rows) == 3 and all(re.search(r"flushed +[\d.]+ ms, not flushed +[\d.]+ ms per file \([\d.]+x\)", r)
                                   for r in rows)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_precision_parts_keeps_the_named_layers_in_fp32_and_restores_the_model():
+    import dataclasses
+
+    import numpy as np
+    import torch
+
+    from seba import model
+    from seba.config import PretrainConfig
+    from seba.pretrain import SeedData, pretrain_stack
+
+    parts = load("precision_parts")
+    X = np.random.default_rng(0).normal(size=(200, 6)).astype(np.float32)
+    members = [SeedData(X[:160], X[160:], seed=s) for s in (0, 1)]
+    cfg = dataclasses.replace(PretrainConfig(), encoder_hidden=32, encoder_out=16, projector_hidden=32,
+                              projector_out=16, batch_size=64, max_epochs=3, patience=3, progress_seconds=1e9)
+    classes = (model.StackedLinear.forward, model.StackedEncoder.__init__, model.StackedProjector.__init__)
+
+    def train(precision, chosen):
+        with parts.fp32_parts(frozenset(chosen)):
+            results = pretrain_stack(members, np.arange(6), 0.3, dataclasses.replace(cfg, precision=precision),
+                                     torch.device("cpu"))
+        return [r.encoder_state for r in results]
+
+    def same(a, b):
+        return all(torch.equal(x[k], y[k]) for x, y in zip(a, b) for k in x)
+
+    fp32, every, bf16, one = (train("fp32", ()), train("bf16", parts.PARTS), train("bf16", ()),
+                              train("bf16", ("input",)))
+    assert (model.StackedLinear.forward, model.StackedEncoder.__init__, model.StackedProjector.__init__) == classes
+    assert same(fp32, every)  # every layer kept in fp32 is fp32, bit for bit
+    assert not same(fp32, bf16) and not same(one, bf16) and not same(one, fp32)
+    assert parts.parse_mode("bf16:input+output") == ("bf16", frozenset({"input", "output"}))
+    for bad, message in (("bf16:inputs", "unknown part"), ("fp32:input", "bf16:PART"), ("tf32", "bf16:PART")):
+        with pytest.raises(SystemExit, match=message):
+            parts.parse_mode(bad)
