@@ -16,7 +16,8 @@ Each seed has its own split, scaled rows and episodes, the same in every mode; t
 train as one stack (on a CPU each seed bit for bit as alone), with the table's own `pretrain`
 values of params.yaml but `precision`. Prints each mode's per-seed mean accuracy of the ratio's
 encoder per shot, then each mode's difference from the first mode, paired over the seeds (± the
-standard error of the seed differences). Not part of the test suite.
+standard error of the seed differences); `--csv` is written after each mode. Not part of the
+test suite.
 """
 
 from __future__ import annotations
@@ -132,12 +133,12 @@ def main() -> None:
                 rows.append({"mode": text, "seed": seed, "shot": int(shot), "accuracy": float(acc),
                              "stop_epoch": result.stop_epoch, "best_val_loss": result.best_val_loss})
         done = pd.DataFrame([r for r in rows if r["mode"] == text])
+        if args.csv:  # after every mode, so that a run stopped part-way keeps what it measured
+            pd.DataFrame(rows).to_csv(args.csv, index=False)
         print(f"{text}: {seconds:.0f} s of pretraining; per seed (1 / 5 / ... shots): "
               + "; ".join(f"{seed}: " + " / ".join(f"{a:.2f}" for a in g.sort_values("shot")["accuracy"])
                           for seed, g in done.groupby("seed")), flush=True)
     result = pd.DataFrame(rows)
-    if args.csv:
-        result.to_csv(args.csv, index=False)
     wide = result.pivot_table(index=["seed", "shot"], columns="mode", values="accuracy")
     first = modes[0][0]
     print(f"\nmean over seeds, and each mode − {first} paired over the seeds (± SE):")
