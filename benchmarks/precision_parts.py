@@ -40,7 +40,7 @@ from benchmarks.entry import check_openml_datasets  # noqa: E402
 from seba import model  # noqa: E402
 from seba.config import load_params  # noqa: E402
 from seba.data import encode_table, load_snapshot, make_split, scale  # noqa: E402
-from seba.evaluate import evaluate_members  # noqa: E402
+from seba.evaluate import evaluate_seeds  # noqa: E402
 from seba.pretrain import SeedData, encode, encoder_config, pretrain_stack  # noqa: E402
 
 PARTS = {"input": ("encoder", 0), "hidden": ("encoder", -1), "projector": ("projector", 0),
@@ -125,11 +125,13 @@ def main() -> None:
         with fp32_parts(parts):
             results = pretrain_stack(members, table.groups, args.ratio, cfg, device, label=text)
         seconds = time.perf_counter() - start
-        for (seed, split, X), result in zip(seeds, results):
-            features = encode(result.encoder_state, encoder_config(cfg, X.shape[1]), X[split.test], device)
-            episodes = evaluate_members(features.unsqueeze(0), [f"r{args.ratio:g}"], table.y[split.test],
-                                        len(table.classes), seed, params.evaluate, args.dataset)
-            for shot, acc in episodes[episodes["member"] == f"r{args.ratio:g}"].groupby("shot")["accuracy"].mean().items():
+        member = f"r{args.ratio:g}"
+        features = [encode(result.encoder_state, encoder_config(cfg, X.shape[1]), X[split.test], device).unsqueeze(0)
+                    for (_, split, X), result in zip(seeds, results)]
+        frames = evaluate_seeds(features, [member], [table.y[split.test] for _, split, _ in seeds],
+                                len(table.classes), [seed for seed, _, _ in seeds], params.evaluate, args.dataset)
+        for (seed, _, _), result, episodes in zip(seeds, results, frames):
+            for shot, acc in episodes[episodes["member"] == member].groupby("shot")["accuracy"].mean().items():
                 rows.append({"mode": text, "seed": seed, "shot": int(shot), "accuracy": float(acc),
                              "stop_epoch": result.stop_epoch, "best_val_loss": result.best_val_loss})
         done = pd.DataFrame([r for r in rows if r["mode"] == text])
