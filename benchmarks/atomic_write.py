@@ -1,4 +1,4 @@
-"""What the flushes of `seba.runtime.atomic_path` cost: files of the sizes the stages write (a
+"""What the flushes of `seba.core.runtime.atomic_path` cost: files of the sizes the stages write (a
 report, an encoder checkpoint of a small and of the widest table), written through it as the
 stages write them, with its two fsyncs (the new bytes before the rename, the folder after it) and
 with them skipped, alternating in the same run.
@@ -37,7 +37,7 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=ROOT / "data")
     args = parser.parse_args()
 
-    from seba import runtime
+    from seba.core import runtime
 
     synced = runtime._fsync
 

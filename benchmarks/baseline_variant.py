@@ -38,14 +38,14 @@ def main() -> None:
 
     import torch
 
-    from seba import paths
+    from seba.core import paths
     from seba.baselines.base import evaluate_baseline, load_method, method_config
-    from seba.config import load_params
-    from seba.data import EncodedTable, load_split
-    from seba.tracking import NullTracker
+    from seba.core.config import load_params
+    from seba.core.data import EncodedTable, load_split
+    from seba.core.tracking import NullTracker
 
-    from seba.config import ParamsLoader
-    from seba.schema import check
+    from seba.core.config import ParamsLoader
+    from seba.core.schema import check
 
     torch.set_num_threads(args.threads)
     params = load_params(args.repo / "params.yaml")

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import speed  # noqa: E402
-from seba.config import load_params  # noqa: E402
+from seba.core.config import load_params  # noqa: E402
 from seba.training import batch_slices  # noqa: E402
 
 

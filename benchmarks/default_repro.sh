@@ -32,7 +32,7 @@ for rev in "${revs[@]}"; do
     python - <<'PY' || { echo "$sha: could not set the quick variant's params"; exit 1; }
 import yaml
 try:  # the revision's own YAML 1.2 reader and writer; revisions before them: PyYAML's
-    from seba.config import ParamsLoader, dump_params
+    from seba.core.config import ParamsLoader, dump_params
 except ImportError:
     ParamsLoader, dump_params = yaml.SafeLoader, lambda p: yaml.safe_dump(p, sort_keys=False)
 p = yaml.load(open("params.yaml"), Loader=ParamsLoader)

@@ -46,12 +46,12 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import speed  # noqa: E402
-from seba.config import load_params  # noqa: E402
-from seba.data import scale  # noqa: E402
+from seba.core.config import load_params  # noqa: E402
+from seba.core.data import scale  # noqa: E402
 from seba.model import StackedProjector  # noqa: E402
 from seba.objective import expand_mask, masked_group_count, sample_group_mask  # noqa: E402
 from seba.pretrain import build_models, member_bytes, stack_encoders, stacked_seba_loss  # noqa: E402
-from seba.runtime import available_bytes, resolve_precision  # noqa: E402
+from seba.core.runtime import available_bytes, resolve_precision  # noqa: E402
 from seba.training import FusedAdam, batch_slices  # noqa: E402
 
 ENCODERS = ("mlp", "ft_transformer")

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def user_errors() -> tuple[type[BaseException], ...]:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from seba.errors import ConfigError, DataError
+    from seba.core.errors import ConfigError, DataError
 
     kinds: list[type[BaseException]] = [OSError, json.JSONDecodeError, UnicodeDecodeError, ConfigError, DataError]
     pandas = sys.modules.get("pandas")  # only when the script uses it

@@ -56,12 +56,12 @@ def main() -> None:
     import torch
 
     from seba.baselines.base import evaluate_baseline, load_method, method_config
-    from seba.config import load_params
-    from seba.data import encode_table, load_snapshot, make_split
+    from seba.core.config import load_params
+    from seba.core.data import encode_table, load_snapshot, make_split
     from seba.executor import RayExecutor, chunks
     from seba.pretrain import (ScaledSplit, SeedData, member_bytes, plan_stacks, plan_workers, pretrain_many,
                                train_chunk, without_table)
-    from seba.tracking import NullTracker
+    from seba.core.tracking import NullTracker
 
     params = load_params(ROOT / "params.yaml")
     cfg = dataclasses.replace(params.pretrain_for(args.dataset), max_epochs=args.max_epochs, device="cpu",
@@ -154,7 +154,7 @@ def join_running(address: str) -> dict:
     import subprocess
 
     code = ("import json, time, sys; sys.path.insert(0, sys.argv[1]); t = time.perf_counter(); "
-            "from seba.config import ExecutorConfig; from seba.executor import RayExecutor; "
+            "from seba.core.config import ExecutorConfig; from seba.executor import RayExecutor; "
             "e = RayExecutor(ExecutorConfig(kind='ray', address=sys.argv[2]), 'cpu'); i = time.perf_counter() - t; "
             "t = time.perf_counter(); list(e.map(len, [([1],)], ['t'])); "
             "print(json.dumps({'init': i, 'first': time.perf_counter() - t}))")

@@ -21,7 +21,7 @@ export RAY_AUTH_MODE=disabled DVC_NO_ANALYTICS=1
 set_params() {
   python - "$@" <<'PY'
 import sys, yaml
-from seba.config import ParamsLoader, dump_params
+from seba.core.config import ParamsLoader, dump_params
 p = yaml.load(open("params.yaml"), Loader=ParamsLoader)
 p["datasets"] = ["diabetes", "cmc", "karhunen"]
 p["pretrain"].update(max_epochs=20, threads=int(sys.argv[2]))

@@ -41,7 +41,7 @@ export PYTHONUNBUFFERED=1
 . benchmarks/wheels.sh  # packages the machine lacks, carried as wheels in .whl/
 t0=$(date +%s)
 left() { echo $(( budget - ($(date +%s) - t0) )); }
-python3 -c "import seba.config" \
+python3 -c "import seba.core.config" \
   || { echo "seba does not import here (pydantic? carry the wheels in .whl/: benchmarks/device_wheels.py)" >&2; exit 1; }
 if [ -n "$tables" ]; then order=(--datasets $tables); else order=(--cheapest-first); fi
 sets=(--set "seeds=${SEEDS:-100}" fetch.source=snapshot "baselines.methods=$methods")

@@ -23,7 +23,7 @@ mkdir -p "$out"
 work=/tmp/precision_runs; rm -rf "$work"; mkdir -p "$work"
 export PYTHONUNBUFFERED=1
 . benchmarks/wheels.sh  # packages the machine lacks, carried as wheels in .whl/
-python3 -c "import seba.config" \
+python3 -c "import seba.core.config" \
   || { echo "seba does not import here (pydantic? carry the wheels in .whl/: benchmarks/device_wheels.py)" >&2; exit 1; }
 t0=$(date +%s)
 left() { echo $(( budget - ($(date +%s) - t0) - 10 )); }  # 10 s kept for the checks

@@ -63,10 +63,10 @@ DONE = ROOT / ".dvc" / "tmp" / "gpu-protocol"  # a record per finished pretrain 
 
 def edit_params(text: str, settings: list[str]) -> str:
     """params.yaml's text with each KEY=VALUE applied (the comments are lost; the file is put back
-    after the run); YAML read as DVC reads it (seba.config.ParamsLoader)."""
+    after the run); YAML read as DVC reads it (seba.core.config.ParamsLoader)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from seba.config import ParamsLoader, dump_params
+    from seba.core.config import ParamsLoader, dump_params
 
     params = yaml.load(text, Loader=ParamsLoader)
     for item in settings:
@@ -136,7 +136,7 @@ def mark_done(dataset: str, ratio: float, key: str, seconds: float) -> None:
 def finished_seconds(dataset: str, ratio: float, key: str) -> float | None:
     """The seconds of ``dataset``'s pretrain stage for ``ratio`` if this checkout finished it under
     params ``key`` and its encoders' log is still there; else None (the stage must run)."""
-    from seba.config import ratio_tag
+    from seba.core.config import ratio_tag
 
     record = done_record(dataset, ratio)
     if not record.exists() or not (ROOT / "data" / "models" / dataset / ratio_tag(ratio) / "log.json").exists():
@@ -235,7 +235,7 @@ def main() -> None:
     params_file.write_text(edited)
     try:
         sys.path.insert(0, str(ROOT))
-        from seba.config import load_params
+        from seba.core.config import load_params
 
         params = load_params(params_file)
         timings = {"device": device_description(), "params": yaml.safe_load(params_file.read_text()),

@@ -22,9 +22,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from seba import paths  # noqa: E402
-from seba.config import load_params  # noqa: E402
-from seba.data import EncodedTable, load_split, scale  # noqa: E402
+from seba.core import paths  # noqa: E402
+from seba.core.config import load_params  # noqa: E402
+from seba.core.data import EncodedTable, load_split, scale  # noqa: E402
 from seba.baselines.knn import KNN, KnnConfig  # noqa: E402
 from seba.episodes import sample_episodes  # noqa: E402
 from seba.evaluate import episode_scores  # noqa: E402

@@ -31,8 +31,8 @@ def main() -> None:
 
     import seba.baselines.logreg as logreg
     from seba.baselines.base import load_method, method_config, score_seed
-    from seba.config import load_params
-    from seba.data import encode_table, load_snapshot, make_split
+    from seba.core.config import load_params
+    from seba.core.data import encode_table, load_snapshot, make_split
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="*")

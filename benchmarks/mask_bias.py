@@ -30,8 +30,8 @@ def main() -> None:
     import torch
 
     import benchmarks.speed as speed
-    from seba.config import load_params
-    from seba.runtime import configure_threads
+    from seba.core.config import load_params
+    from seba.core.runtime import configure_threads
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="*")

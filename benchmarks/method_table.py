@@ -33,9 +33,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
-    from seba import paths
+    from seba.core import paths
     from seba.baselines.base import load_method
-    from seba.data import EncodedTable, load_split
+    from seba.core.data import EncodedTable, load_split
     from seba.episodes import sample_episodes
     from seba.evaluate import support_hash
     from seba.report import comparison_markdown

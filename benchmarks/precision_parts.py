@@ -38,8 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.entry import check_openml_datasets  # noqa: E402
 from seba import model  # noqa: E402
-from seba.config import load_params  # noqa: E402
-from seba.data import encode_table, load_snapshot, make_split, scale  # noqa: E402
+from seba.core.config import load_params  # noqa: E402
+from seba.core.data import encode_table, load_snapshot, make_split, scale  # noqa: E402
 from seba.evaluate import evaluate_seeds  # noqa: E402
 from seba.pretrain import SeedData, encode, encoder_config, pretrain_stack  # noqa: E402
 

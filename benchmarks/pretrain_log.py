@@ -12,7 +12,7 @@ import argparse
 import json
 from pathlib import Path
 
-from seba.config import load_params, ratio_tag
+from seba.core.config import load_params, ratio_tag
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = ("best_epoch", "stop_epoch", "steps", "capped", "seconds", "best_val_loss", "masked_columns")

@@ -39,8 +39,8 @@ def main() -> None:
     import yaml
 
     import benchmarks.speed as speed
-    from seba.config import ParamsLoader, dump_params, load_params
-    from seba.data import make_split, save_splits
+    from seba.core.config import ParamsLoader, dump_params, load_params
+    from seba.core.data import make_split, save_splits
     from seba.pretrain_stage import prepare
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -22,9 +22,9 @@ import torch
 
 from seba.baselines.saint import SAINT, SaintNetwork, saint_features, saint_losses, saint_settings, split_features
 from seba.baselines.base import method_config
-from seba.config import load_params
-from seba.data import encode_table, make_split, scale
-from seba.runtime import configure_threads, repo_root, resolve_precision
+from seba.core.config import load_params
+from seba.core.data import encode_table, make_split, scale
+from seba.core.runtime import configure_threads, repo_root, resolve_precision
 
 DATASETS = ["cmc", "diabetes", "dna", "income", "karhunen", "optdigits", "pixel", "semeion"]
 

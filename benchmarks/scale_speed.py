@@ -1,4 +1,4 @@
-"""Scaling a seed's table (`seba.data.scale`): the finite-table path against the NaN-aware path that
+"""Scaling a seed's table (`seba.core.data.scale`): the finite-table path against the NaN-aware path that
 every table took before it, in the same run, and whether they give the same bits.
 
 Usage (repository root):
@@ -6,8 +6,8 @@ Usage (repository root):
 
 For each dataset (default: fashion, then params.yaml's datasets; fashion needs its verified copy
 in data/snapshot/fashion.parquet), the table is read from the offline snapshot and encoded as the
-preprocess stage does; for `--seeds` seeds' train splits (`seba.data.make_split`, the split
-stage's fractions), `scale` and the general path (`seba.data._standardise_general` on a float32
+preprocess stage does; for `--seeds` seeds' train splits (`seba.core.data.make_split`, the split
+stage's fractions), `scale` and the general path (`seba.core.data._standardise_general` on a float32
 copy, what `scale` ran for every table before the finite path) run alternately, `--repeats` times
 each. Prints per dataset: rows x columns, the best seconds per seed of each, their ratio, and
 whether every seed's result is bit-identical. The pretrain stage scales each seed once per ratio,
@@ -29,8 +29,8 @@ def main() -> None:
     import numpy as np
 
     import benchmarks.speed as speed
-    from seba.config import load_params
-    from seba.data import _standardise_general, make_split, scale
+    from seba.core.config import load_params
+    from seba.core.data import _standardise_general, make_split, scale
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="*")

@@ -21,7 +21,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from seba.config import load_params  # noqa: E402
+from seba.core.config import load_params  # noqa: E402
 from seba.evaluate import ENSEMBLE  # noqa: E402
 from seba.report import load_paper  # noqa: E402
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from seba.data import sha256_file  # noqa: E402
+from seba.core.data import sha256_file  # noqa: E402
 
 ROWS, FEATURES, CLASSES, PER_CLASS = 1080, 856, 9, 120
 ZERO_SHARE = 0.9922  # UCI: "99.22% of the matrix is filled with zeros"

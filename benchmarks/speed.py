@@ -37,8 +37,8 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from seba.config import load_params  # noqa: E402
-from seba.data import encode_table, load_snapshot, make_split, scale  # noqa: E402
+from seba.core.config import load_params  # noqa: E402
+from seba.core.data import encode_table, load_snapshot, make_split, scale  # noqa: E402
 from seba.evaluate import ENSEMBLE, evaluate_members, summarise  # noqa: E402
 from seba.objective import expand_mask, masked_group_count, sample_group_mask  # noqa: E402
 from seba.model import StackedEncoder, StackedProjector  # noqa: E402
@@ -98,7 +98,7 @@ def load_table(name: str, params):
 def checked_table(name: str, params):
     """``load_table``, or a one-line exit naming the dataset and what is missing (for a benchmark
     that reads every table before its first figure)."""
-    from seba.errors import DataError
+    from seba.core.errors import DataError
 
     source = params.sources.get(name)
     if source is None or source.openml_id is None:
@@ -197,7 +197,7 @@ def sync_benchmark(params, name: str = "income") -> None:
     """Host synchronisations of real training epochs (pretrain_encoder, r = 0.3) on the GPU, at
     two batch sizes: per-batch round trips would make the count grow with the batches. Per
     epoch = (count of a 5-epoch run - count of a 3-epoch run) / 2 (set-up counted out)."""
-    from seba.runtime import count_cuda_syncs
+    from seba.core.runtime import count_cuda_syncs
 
     table, split = load_table(name, params)
     X = scale(table, split.train)
@@ -218,7 +218,7 @@ def _steps_in_process(name: str, threads: int, steps: int, queue, barrier) -> No
     """Run ``steps`` training steps of ``name`` (precision auto) with ``threads`` threads,
     starting together with the other processes (``barrier``, after loading and warm-up); put
     (start, end, rows trained) on ``queue``."""
-    from seba.runtime import resolve_precision
+    from seba.core.runtime import resolve_precision
 
     torch.set_num_threads(threads)
     params = load_params(ROOT / "params.yaml")

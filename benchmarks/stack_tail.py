@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def records(datasets: list[str] | None) -> pd.DataFrame:
-    from seba import paths
-    from seba.config import load_params
+    from seba.core import paths
+    from seba.core.config import load_params
 
     params = load_params(ROOT / "params.yaml")
     rows = []

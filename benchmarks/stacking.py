@@ -44,8 +44,8 @@ def worker(args) -> None:
     import numpy as np
     import torch
 
-    from seba.config import PretrainConfig
-    from seba.data import encode_table, load_snapshot, make_split, scale
+    from seba.core.config import PretrainConfig
+    from seba.core.data import encode_table, load_snapshot, make_split, scale
     import seba.pretrain as pretrain
 
     job = json.loads(args.worker)
@@ -117,7 +117,7 @@ def step_section(args, params) -> None:
     for precision in precisions:
         first = None
         for stack in args.stacks:
-            from seba.runtime import matmul_precision
+            from seba.core.runtime import matmul_precision
 
             with matmul_precision(precision):
                 step, batch, d, _ = speed.training_step(table, split, params, "fp32" if precision == "tf32" else precision,
@@ -157,7 +157,7 @@ def main() -> None:
     if args.worker:
         return worker(args)
     sys.path.insert(0, str(ROOT))
-    from seba.config import load_params
+    from seba.core.config import load_params
 
     params = load_params(ROOT / "params.yaml")
     print(f"{args.dataset}, ratio {args.ratio}, device {args.device}, precision {args.precision}")

@@ -12,7 +12,7 @@ stage instance the latest finished run is taken (with --before, the latest that 
 Unix time: the runs of one `dvc repro` when later runs followed it).
 
 --records reads the same runs from the records the stages write before the `track` stage pushes
-them into MLflow (seba/tracking.py): on a machine without MLflow they stay in data/tracking/.
+them into MLflow (seba/core/tracking.py): on a machine without MLflow they stay in data/tracking/.
 --csv writes one row per stage instance: stage, method, dataset, ratio, seconds.
 """
 
@@ -36,7 +36,7 @@ class Run(NamedTuple):
 def from_mlflow() -> list[Run]:
     from mlflow.tracking import MlflowClient
 
-    from seba.tracking import EXPERIMENT, tracking_uri
+    from seba.core.tracking import EXPERIMENT, tracking_uri
 
     client = MlflowClient(tracking_uri=tracking_uri())
     experiment = client.get_experiment_by_name(EXPERIMENT)

@@ -9,7 +9,7 @@ two episodes, kNN and logistic regression), are built once with `dvc repro`, the
 `dvc repro --force` (every stage instance reruns; alternating baseline / tree, ``--repeats``
 times each; 0: none) and a no-op `dvc repro` (``--noops`` times each, alternating). Printed per
 tree: wall seconds, stage instances, wall and CPU seconds per instance (CPU: user + system of all processes, robust to a
-busy machine; the stages' warm worker, seba/worker.py, and the runs it forks included), and the
+busy machine; the stages' warm worker, seba/core/worker.py, and the runs it forks included), and the
 ratios to the baseline. Each tree runs its own ``seba`` (PYTHONPATH) in this environment.
 """
 
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def tiny_params(work: Path, datasets: list[str]) -> None:
-    from seba.config import ParamsLoader, dump_params
+    from seba.core.config import ParamsLoader, dump_params
 
     params = yaml.load((work / "params.yaml").read_text(), Loader=ParamsLoader)
     params["seeds"] = [0]
@@ -68,12 +68,12 @@ def checkout(rev: str | None, work: Path) -> None:
 
 
 def worker_cpu(work: Path) -> float:
-    """CPU seconds of the stages' warm workers started in ``work`` (seba/worker.py), with the
+    """CPU seconds of the stages' warm workers started in ``work`` (seba/core/worker.py), with the
     stage runs they forked: they are not this process's children, so getrusage misses them."""
     total = 0.0
     for process in psutil.process_iter(["cmdline", "cwd"]):
         try:
-            if "seba.worker" in " ".join(process.info["cmdline"] or []) and process.info["cwd"] == str(work):
+            if "seba.core.worker" in " ".join(process.info["cmdline"] or []) and process.info["cwd"] == str(work):
                 t = process.cpu_times()
                 total += t.user + t.system + t.children_user + t.children_system
         except psutil.Error:

@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.entry import check_openml_datasets  # noqa: E402
-from seba.config import load_params  # noqa: E402
-from seba.data import encode_table, load_snapshot, make_split, scale  # noqa: E402
+from seba.core.config import load_params  # noqa: E402
+from seba.core.data import encode_table, load_snapshot, make_split, scale  # noqa: E402
 from seba.evaluate import ENSEMBLE, evaluate_members  # noqa: E402
 from seba.pretrain import encode, encoder_config, pretrain_encoder  # noqa: E402
 from seba.report import load_paper  # noqa: E402

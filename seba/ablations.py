@@ -37,13 +37,13 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from seba import paths
-from seba.config import ParamsLoader, parse_params, read_params_file
-from seba.data import read_manifest
+from seba.core import paths
+from seba.core.config import ParamsLoader, parse_params, read_params_file
+from seba.core.data import read_manifest
 from seba.baselines.base import check_baselines
-from seba.errors import ConfigError, DataError
+from seba.core.errors import ConfigError, DataError
 from seba.report import checked_numbers
-from seba.runtime import atomic_path, repo_root, write_text
+from seba.core.runtime import atomic_path, repo_root, write_text
 from seba.validate import data_problems, machine_problems
 
 # ----------------------------------------------------------------------------- the variant table

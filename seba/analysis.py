@@ -29,13 +29,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from seba import paths
-from seba.config import AnalysisConfig, Params, dump_params
-from seba.data import EncodedTable, load_split, scale
-from seba.errors import DataError
+from seba.core import paths
+from seba.core.config import AnalysisConfig, Params, dump_params
+from seba.core.data import EncodedTable, load_split, scale
+from seba.core.errors import DataError
 from seba.objective import expand_mask, masked_group_count, sample_group_mask
 from seba.pretrain import encode, load_checkpoint, normalised_input
-from seba.runtime import atomic_path, derive_seed, log, write_text
+from seba.core.runtime import atomic_path, derive_seed, log, write_text
 
 _CHUNK = 1024  # query rows per distance block
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from seba.errors import EpisodeError
-from seba.runtime import derive_seed
+from seba.core.errors import EpisodeError
+from seba.core.runtime import derive_seed
 
 
 @dataclass

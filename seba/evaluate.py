@@ -11,9 +11,9 @@ import pandas as pd
 import torch
 
 from seba.classifiers import nearest_neighbour_scores, probe_init, probe_logits, prototype_scores, train_probes
-from seba.config import HEADS, EvaluateConfig
+from seba.core.config import HEADS, EvaluateConfig
 from seba.episodes import sample_episodes
-from seba.runtime import derive_seed
+from seba.core.runtime import derive_seed
 
 ENSEMBLE = "ensemble"
 

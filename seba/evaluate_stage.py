@@ -12,15 +12,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from seba import paths
-from seba.config import Params, ratio_tag
-from seba.data import EncodedTable, load_split, reading, scale
-from seba.errors import ConfigError, DataError
+from seba.core import paths
+from seba.core.config import Params, ratio_tag
+from seba.core.data import EncodedTable, load_split, reading, scale
+from seba.core.errors import ConfigError, DataError
 from seba.evaluate import ENSEMBLE, evaluate_in_groups, summarise
 from seba.executor import chunks
 from seba.finetune import FineTuneInputs
 from seba.pretrain import encode, load_checkpoint, normalised_input
-from seba.runtime import atomic_path, available_bytes, log, select_device, write_json
+from seba.core.runtime import atomic_path, available_bytes, log, select_device, write_json
 
 
 @dataclass

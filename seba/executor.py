@@ -21,8 +21,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from seba.errors import ConfigError, DataError, EpisodeError, ExecutorError, OutputError, TrainingDiverged
-from seba.runtime import log, select_device
+from seba.core.errors import ConfigError, DataError, EpisodeError, ExecutorError, OutputError, TrainingDiverged
+from seba.core.runtime import log, select_device
 
 # errors whose message already names the problem: a task that raises one fails the stage with it
 NAMED_ERRORS = (ConfigError, DataError, EpisodeError, TrainingDiverged, OutputError, ExecutorError)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from seba.config import EvaluateConfig
+from seba.core.config import EvaluateConfig
 from seba.model import Encoder, StackedEncoder, select_members
 from seba.training import FusedAdam
 

@@ -26,7 +26,7 @@ import math
 import numpy as np
 import torch
 
-from seba.errors import EncoderCollapsed
+from seba.core.errors import EncoderCollapsed
 
 PLATEAU_EPOCHS = 50  # epochs after the first without a lower validation loss (logs: <= 25)
 STUCK_TOLERANCE = 1e-7  # relative change of the validation loss below which it has not moved

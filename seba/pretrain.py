@@ -32,11 +32,11 @@ from typing import Callable, Iterator
 import numpy as np
 import torch
 
-from seba import paths
-from seba.config import PretrainConfig
-from seba.data import EncodedTable, reading, scale
-from seba.errors import ConfigError, DataError, ExecutorError, TrainingDiverged
-from seba.paths import RANDOM_RATIO
+from seba.core import paths
+from seba.core.config import PretrainConfig
+from seba.core.data import EncodedTable, reading, scale
+from seba.core.errors import ConfigError, DataError, ExecutorError, TrainingDiverged
+from seba.core.paths import RANDOM_RATIO
 from seba.ft_transformer import FTTransformer, StackedFTTransformer, ffn_hidden
 from seba.model import Encoder, Projector, StackedEncoder, StackedProjector, select_members
 from seba.objective import (
@@ -47,7 +47,7 @@ from seba.objective import (
     stacked_info_nce,
     stacked_target_neighbours,
 )
-from seba.runtime import (Throttle, available_bytes, derive_seed, format_seconds, log, matmul_precision,
+from seba.core.runtime import (Throttle, available_bytes, derive_seed, format_seconds, log, matmul_precision,
                           resolve_precision, select_device)
 from seba.training import EarlyStopping, FusedAdam, batch_slices
 
@@ -76,7 +76,7 @@ class PretrainResult:
 @dataclass
 class ScaledSplit:
     """One seed's rows as its split and the table give them, scaled when asked:
-    ``scale(table, train, normalise)`` (seba.data) at its rows. The validation rows of the last
+    ``scale(table, train, normalise)`` (seba.core.data) at its rows. The validation rows of the last
     ``rows()`` are kept until ``release()`` for the stage's health check."""
     table: EncodedTable
     train: np.ndarray  # row indices into table.X

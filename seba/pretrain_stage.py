@@ -21,16 +21,16 @@ import shutil
 import time
 from pathlib import Path
 
-from seba import paths
-from seba.paths import ratio_tag
-from seba.config import Params
-from seba.data import EncodedTable, check_shots, load_split
+from seba.core import paths
+from seba.core.paths import ratio_tag
+from seba.core.config import Params
+from seba.core.data import EncodedTable, check_shots, load_split
 from seba.health import check_training
 from seba.objective import masked_group_count
 from seba.executor import RayExecutor, chunks, executor_for, placement_tags, stage_device
 from seba.pretrain import (PretrainResult, ScaledSplit, SeedData, encode, encoder_config, member_bytes, plan_stacks, plan_workers,
                            pretrain_many, shared_table, train_chunk, without_table)
-from seba.runtime import configure_threads, format_seconds, log, resolve_precision, save_checkpoint
+from seba.core.runtime import configure_threads, format_seconds, log, resolve_precision, save_checkpoint
 
 
 @dataclasses.dataclass

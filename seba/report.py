@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from seba import paths
+from seba.core import paths
 from seba.baselines.base import load_method
-from seba.config import dump_params, read_params_file
-from seba.errors import DataError
+from seba.core.config import dump_params, read_params_file
+from seba.core.errors import DataError
 from seba.evaluate import ENSEMBLE, summarise
-from seba.paths import ratio_tag
-from seba.runtime import atomic_path, write_json, write_text
+from seba.core.paths import ratio_tag
+from seba.core.runtime import atomic_path, write_json, write_text
 
 
 # The paper's tables of results (data/reference/paper_results.csv): the main table's eight datasets

@@ -32,9 +32,9 @@ import pandas as pd
 import yaml
 from scipy.special import ndtr
 
-from seba.config import read_params_file
-from seba.errors import ConfigError
-from seba.runtime import atomic_path
+from seba.core.config import read_params_file
+from seba.core.errors import ConfigError
+from seba.core.runtime import atomic_path
 
 PROFILES = ("dense", "sparse")
 SEED_MAX = 2**32 - 1

@@ -23,15 +23,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from seba import paths
+from seba.core import paths
 from seba.baselines.base import check_baselines, load_method, method_config
-from seba.config import Params, load_params
-from seba.data import (check_shots, load_local_table, make_split, read_manifest, reading,
+from seba.core.config import Params, load_params
+from seba.core.data import (check_shots, load_local_table, make_split, read_manifest, reading,
                        supplied_copy_missing, verified_snapshot)
-from seba.errors import ConfigError, DataError
+from seba.core.errors import ConfigError, DataError
 from seba.executor import PROBE_SECONDS, capacity, local_nodes, probe_address
 from seba.pretrain import member_bytes, plan_stacks, plan_workers
-from seba.runtime import repo_root, select_device, write_text
+from seba.core.runtime import repo_root, select_device, write_text
 from seba.theorem import load_theorem
 
 # What the `validate` stage writes when every check passes: the same bytes whatever the params,

@@ -5,15 +5,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's seba before an installed one (docs/ablations.md)
 
-from seba.cli import run_stage  # first: hands the stage to a warm worker (seba/worker.py)
+from seba.core.cli import run_stage  # first: hands the stage to a warm worker (seba/core/worker.py)
 
 import dataclasses
 
-from seba import paths
-from seba.config import load_params
+from seba.core import paths
+from seba.core.config import load_params
 from seba.report import write_reports
-from seba.runtime import log, repo_root
-from seba.tracking import Tracker
+from seba.core.runtime import log, repo_root
+from seba.core.tracking import Tracker
 
 
 def main() -> None:

@@ -5,15 +5,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's seba before an installed one (docs/ablations.md)
 
-from seba.cli import parse_args, run_stage  # first: hands the stage to a warm worker (seba/worker.py)
+from seba.core.cli import parse_args, run_stage  # first: hands the stage to a warm worker (seba/core/worker.py)
 
-from seba import paths
+from seba.core import paths
 from seba.baselines.base import evaluate_baseline, stage_inputs, stage_method, tracked_params
-from seba.config import params_for_dataset
+from seba.core.config import params_for_dataset
 from seba.evaluate import summarise
 from seba.executor import executor_for, stage_device
-from seba.runtime import atomic_path, configure_threads, repo_root
-from seba.tracking import Tracker
+from seba.core.runtime import atomic_path, configure_threads, repo_root
+from seba.core.tracking import Tracker
 
 
 def main() -> None:

@@ -5,17 +5,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's seba before an installed one (docs/ablations.md)
 
-from seba.cli import parse_args, run_stage  # first: hands the stage to a warm worker (seba/worker.py)
+from seba.core.cli import parse_args, run_stage  # first: hands the stage to a warm worker (seba/core/worker.py)
 
 import dataclasses
 
-from seba import paths
-from seba.config import params_for_dataset
-from seba.data import EncodedTable
+from seba.core import paths
+from seba.core.config import params_for_dataset
+from seba.core.data import EncodedTable
 from seba.evaluate_stage import evaluate_all, record_seed, write_results
 from seba.executor import executor_for, stage_device
-from seba.runtime import configure_threads, repo_root
-from seba.tracking import Tracker
+from seba.core.runtime import configure_threads, repo_root
+from seba.core.tracking import Tracker
 
 
 def main() -> None:

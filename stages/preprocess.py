@@ -6,14 +6,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's seba before an installed one (docs/ablations.md)
 
-from seba.cli import parse_args, run_stage  # first: hands the stage to a warm worker (seba/worker.py)
+from seba.core.cli import parse_args, run_stage  # first: hands the stage to a warm worker (seba/core/worker.py)
 
 
-from seba import paths
-from seba.config import params_for_dataset
-from seba.data import encode_table, log_schema, read_raw_table, schema_metrics, schema_report
-from seba.runtime import repo_root, write_json
-from seba.tracking import Tracker
+from seba.core import paths
+from seba.core.config import params_for_dataset
+from seba.core.data import encode_table, log_schema, read_raw_table, schema_metrics, schema_report
+from seba.core.runtime import repo_root, write_json
+from seba.core.tracking import Tracker
 
 
 def main() -> None:

@@ -5,11 +5,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's seba before an installed one (docs/ablations.md)
 
-from seba.cli import run_stage
-from seba.runtime import atomic_path, log, repo_root, write_json, write_text
+from seba.core.cli import run_stage
+from seba.core.runtime import atomic_path, log, repo_root, write_json, write_text
 from seba.theorem import (batch_table, best_constant, config_dict, figures, judge, load_theorem, numbers,
                           pair_table, report_markdown, summary)
-from seba.tracking import Tracker
+from seba.core.tracking import Tracker
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's seba before an installed one (docs/ablations.md)
 
-from seba.cli import run_stage  # first: hands the stage to a warm worker (seba/worker.py)
+from seba.core.cli import run_stage  # first: hands the stage to a warm worker (seba/core/worker.py)
 
 from seba.validate import main as validate
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from seba import ablations as ab
-from seba import paths
+from seba.core import paths
 from test_ablations import BASE, EFFECT, fake_reader, show_entry, show_of, paper  # noqa: F401
 
 SAME_CODE = lambda a, b: []  # noqa: E731

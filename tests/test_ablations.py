@@ -15,8 +15,8 @@ import yaml
 
 from conftest import committed_params
 from seba import ablations as ab
-from seba import paths
-from seba.config import parse_params
+from seba.core import paths
+from seba.core.config import parse_params
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -223,7 +223,7 @@ def test_set_values_reach_the_experiments_as_given(tmp_path):
     floats keep every digit."""
     from dvc.utils.hydra import apply_overrides
 
-    from seba.config import ParamsLoader, dump_params
+    from seba.core.config import ParamsLoader, dump_params
 
     path = tmp_path / "params.yaml"
     for value in OVERRIDES:

@@ -11,9 +11,9 @@ import yaml
 from conftest import committed_params
 from seba.analysis import (_masks, check_inputs, ensemble_features, fraction_rows, knn_fraction, label_consistency,
                            nearest_neighbours, pretraining_view, report_markdown, same_class_fraction, verdicts)
-from seba.config import AnalysisConfig, parse_params
-from seba.data import EncodedTable
-from seba.errors import ConfigError, DataError
+from seba.core.config import AnalysisConfig, parse_params
+from seba.core.data import EncodedTable
+from seba.core.errors import ConfigError, DataError
 
 SMALL = AnalysisConfig(masks=4, split_masks=2, max_k=5, batch_rows=64, consistency_k=5)
 
@@ -112,13 +112,13 @@ def test_analysis_params_are_checked_by_name(key, value, fragment):
 def test_missing_inputs_are_named_before_any_table_is_analysed(tmp_path):
     """One missing encoder of the second table stops the analysis before the first is analysed
     (it would be minutes into the work), naming the files and the command that makes them."""
-    from seba import paths
+    from seba.core import paths
 
     raw = yaml.safe_load(committed_params())
     raw.update(datasets=["diabetes", "cmc"], seeds=[0])
     raw["ratios"] = [0.2, 0.5]
     params = parse_params(raw)
-    from seba.data import make_split, save_splits
+    from seba.core.data import make_split, save_splits
 
     y = np.repeat([0, 1], 100)
     for dataset in ("diabetes", "cmc"):

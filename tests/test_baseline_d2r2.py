@@ -4,7 +4,7 @@ import torch
 from seba.baselines.d2r2 import D2r2Config
 from seba.baselines.d2r2 import (D2R2, pseudo_validation_accuracy, pseudo_validation_tasks, q_sample,
                                  random_projection, rdm_loss, vp_betas)
-from seba.config import EvaluateConfig
+from seba.core.config import EvaluateConfig
 
 torch.set_num_threads(1)
 TINY = D2r2Config(hidden=16, layers=1, embed_dim=4, batch_size=32, max_steps=40, eval_every=10, min_accepted_step=10,

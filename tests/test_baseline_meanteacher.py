@@ -102,7 +102,7 @@ def test_scores_are_the_teachers_logits_and_deterministic():
     torch.testing.assert_close(again.scores(X, episodes.support, episodes.support_labels, 3, 2), scores, atol=0, rtol=0)
     # rebuild the same training by hand: the scores are the teacher's logits
     from seba.baselines.pseudolabel import episode_seeds
-    from seba.runtime import derive_seed
+    from seba.core.runtime import derive_seed
 
     XT = torch.as_tensor(X)
     student = init_mlp(episode_seeds(0, "meanteacher", 2, range(4)), 5, CFG.hidden, 3, CPU)
@@ -117,8 +117,8 @@ def test_bad_settings_are_named_with_their_values():
     import pytest
 
     from seba.baselines.base import method_config
-    from seba.config import BaselinesConfig
-    from seba.errors import ConfigError
+    from seba.core.config import BaselinesConfig
+    from seba.core.errors import ConfigError
 
     def config(**values):
         return method_config(BaselinesConfig(methods=[], sections={"meanteacher": values}), "meanteacher")

@@ -128,8 +128,8 @@ def test_bad_settings_are_named_with_their_values():
     import pytest
 
     from seba.baselines.base import method_config
-    from seba.config import BaselinesConfig
-    from seba.errors import ConfigError
+    from seba.core.config import BaselinesConfig
+    from seba.core.errors import ConfigError
 
     def config(**values):
         return method_config(BaselinesConfig(methods=[], sections={"pseudolabel": values}), "pseudolabel")

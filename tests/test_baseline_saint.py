@@ -5,8 +5,8 @@ import torch
 from seba.baselines.saint import SaintConfig
 from seba.baselines.saint import (SAINT, SaintNetwork, SaintTransformer, cutmix, mixup, saint_features,
                                   saint_settings, split_features)
-from seba.config import EvaluateConfig
-from seba.errors import DataError
+from seba.core.config import EvaluateConfig
+from seba.core.errors import DataError
 
 # Tiny settings for the mechanism tests (the official rules would replace them).
 TINY = dict(official_rules=False, embedding_size=8, depth=1, heads=2, ff_dropout=0.0, batch_size=32, epochs=4,
@@ -134,8 +134,8 @@ def test_network_sizes_follow_the_official_layout():
                                          ({"numeric_weight": -1.0}, "loss weights must be >= 0"),
                                          ({"attention": "rowcol"}, "allowed: colrow, col, row")])
 def test_settings_are_checked(raw, message):
-    from seba.errors import ConfigError
-    from seba.schema import check
+    from seba.core.errors import ConfigError
+    from seba.core.schema import check
 
     with pytest.raises(ConfigError, match=message):
         check(SaintConfig, raw, "baselines.saint")

@@ -8,7 +8,7 @@ import torch
 from seba.baselines.stunt import (STUNT, batched_kmeans, perturb, protonet_logits, pseudo_validation, sample_columns,
                                   sample_tasks, task_pool)
 from seba.baselines.stunt import StuntConfig
-from seba.config import EvaluateConfig
+from seba.core.config import EvaluateConfig
 
 CFG = StuntConfig(ways=2, shots=2, queries=4, kmeans_iterations=20, task_pool=8)
 CENTRES_A = np.array([[-8, 0], [8, 0], [0, 12]])

@@ -5,7 +5,7 @@ import torch
 
 from seba.baselines.subtab import SubTab, nt_xent, subtab_subsets, subtab_views
 from seba.baselines.subtab import SubtabConfig
-from seba.config import EvaluateConfig
+from seba.core.config import EvaluateConfig
 
 
 def spans(masks):

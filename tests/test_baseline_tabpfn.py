@@ -15,10 +15,10 @@ import yaml
 from conftest import committed_params
 from seba.baselines.base import evaluate_baseline, method_config
 from seba.baselines.tabpfn import TabPFN, TabpfnConfig, checkpoint
-from seba.config import EvaluateConfig, parse_params
-from seba.data import EncodedTable, Split, scale
+from seba.core.config import EvaluateConfig, parse_params
+from seba.core.data import EncodedTable, Split, scale
 from seba.episodes import sample_episodes
-from seba.errors import ConfigError, DataError
+from seba.core.errors import ConfigError, DataError
 from seba.evaluate import support_hash
 
 CPU = torch.device("cpu")

@@ -8,9 +8,9 @@ import seba.baselines.tjepa as tjepa
 from seba.baselines.tjepa import TjepaConfig
 from seba.baselines.tjepa import (TJEPA, TJepaEncoder, TJepaPredictor, draw_masks, ema_update, jepa_loss,
                                   mask_sizes)
-from seba.config import EvaluateConfig
-from seba.errors import ConfigError
-from seba.schema import check
+from seba.core.config import EvaluateConfig
+from seba.core.errors import ConfigError
+from seba.core.schema import check
 
 # A tiny T-JEPA (the defaults are the official 16 + 16 layers).
 TINY = dict(dim=16, layers=1, heads=2, dim_feedforward=16, pred_dim=8, pred_layers=1, pred_heads=2,

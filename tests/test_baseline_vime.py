@@ -4,7 +4,7 @@ import torch
 
 from seba.baselines.vime import VIME, vime_corrupt
 from seba.baselines.vime import VimeConfig
-from seba.config import EvaluateConfig
+from seba.core.config import EvaluateConfig
 
 
 def mixed_table(n=200, seed=0):
@@ -82,8 +82,8 @@ def test_step_cap_bounds_the_epochs(n_train, max_epochs, max_steps, epochs):
 
 @pytest.mark.parametrize("p_m", [0.0, 1.5])
 def test_p_m_must_be_a_fraction(p_m):
-    from seba.errors import ConfigError
-    from seba.schema import check
+    from seba.core.errors import ConfigError
+    from seba.core.schema import check
 
     with pytest.raises(ConfigError, match="'baselines.vime.p_m' must lie in"):
         check(VimeConfig, {"p_m": p_m}, "baselines.vime")

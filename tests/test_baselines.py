@@ -10,7 +10,7 @@ import yaml
 
 from conftest import committed_params
 import seba.baselines
-import seba.config
+import seba.core.config
 
 from seba.baselines.catboost import CatboostConfig
 from seba.baselines.d2r2 import D2r2Config
@@ -27,9 +27,9 @@ from seba.baselines.tjepa import TjepaConfig
 from seba.baselines.vime import VimeConfig
 from seba.baselines import tabpfn as tabpfn_baseline
 from seba.baselines.base import RepresentationMethod, check_baselines, load_method, method_config
-from seba.config import EvaluateConfig, baseline_names, parse_params
+from seba.core.config import EvaluateConfig, baseline_names, parse_params
 from seba.episodes import sample_episodes
-from seba.errors import ConfigError, DataError
+from seba.core.errors import ConfigError, DataError
 from seba.evaluate import episode_scores, support_hash
 from seba.report import check_same_episodes, comparison_markdown, comparison_table
 
@@ -135,7 +135,7 @@ import torch
 
 from seba.baselines import register
 from seba.baselines.base import Method
-from seba.schema import Fraction, section
+from seba.core.schema import Fraction, section
 
 
 @section
@@ -164,10 +164,10 @@ def test_a_new_method_is_one_module(tmp_path, monkeypatch, request):
     and the stage's loader runs it (docs/adding-a-method.md)."""
     folder = tmp_path / "baselines"
     folder.mkdir()
-    for module in seba.config.BASELINES_DIR.glob("*.py"):
+    for module in seba.core.config.BASELINES_DIR.glob("*.py"):
         (folder / module.name).symlink_to(module)
     (folder / "nearest_mean.py").write_text(NEW_METHOD)
-    monkeypatch.setattr(seba.config, "BASELINES_DIR", folder)
+    monkeypatch.setattr(seba.core.config, "BASELINES_DIR", folder)
     monkeypatch.setattr(seba.baselines, "__path__", [str(folder), *seba.baselines.__path__])
     monkeypatch.setitem(seba.baselines.METHODS, "nearest_mean", None)  # restored (removed) after the test
     request.addfinalizer(lambda: (sys.modules.pop("seba.baselines.nearest_mean", None),
@@ -231,13 +231,13 @@ def test_a_listed_method_needs_its_section(tmp_path):
     del raw["baselines"]["vime"]
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
     with pytest.raises(ConfigError, match="'baselines.vime' is missing; a listed method's stages read its section"):
-        seba.config.load_params(tmp_path / "params.yaml")
+        seba.core.config.load_params(tmp_path / "params.yaml")
 
 
 def test_checking_params_imports_no_method_code(committed_file):
     """The stages other than a method's own read params.yaml without importing any method (nor
     torch), so none of them depends on a method's code in DVC."""
-    code = ("import sys; from seba.config import load_params; p = load_params(sys.argv[1]); "
+    code = ("import sys; from seba.core.config import load_params; p = load_params(sys.argv[1]); "
             "print(sorted(m for m in sys.modules if m.startswith('seba.baselines') or m == 'torch'))")
     out = subprocess.run([sys.executable, "-c", code, str(committed_file)], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[1])
@@ -295,8 +295,8 @@ def test_a_method_refusing_a_table_names_itself_and_the_dataset():
     context and a disjoint target) reaches the stage as the same error, naming the method, the
     dataset and the seed: ``fit`` itself is not told the dataset."""
     from seba.baselines.base import evaluate_baseline
-    from seba.data import EncodedTable, Split
-    from seba.tracking import NullTracker
+    from seba.core.data import EncodedTable, Split
+    from seba.core.tracking import NullTracker
 
     X, y = toy(dim=1)
     table = EncodedTable(X=X, y=y, groups=np.zeros(1, dtype=np.int64), numeric=np.ones(1, bool),

@@ -327,7 +327,7 @@ def test_knn_features_one_nn_and_its_three_treatments():
     import numpy as np
     import torch
 
-    from seba.data import EncodedTable
+    from seba.core.data import EncodedTable
     from seba.episodes import sample_episodes
     module = load("knn_features")
     y = np.repeat(np.arange(3), 4)
@@ -355,7 +355,7 @@ def test_knn_features_standardised_equals_the_knn_baseline_with_ties():
 
     from seba.baselines.base import score_seed
     from seba.baselines.knn import KNN, KnnConfig
-    from seba.data import EncodedTable, Split
+    from seba.core.data import EncodedTable, Split
     from seba.episodes import sample_episodes
     module = load("knn_features")
     rng = np.random.default_rng(0)
@@ -636,7 +636,7 @@ def test_noop_params_counts_the_keys_dvc_looks_up_and_the_sections_key_by_key():
 
 
 def test_atomic_write_times_the_writes_with_and_without_the_flushes(tmp_path):
-    """benchmarks/atomic_write.py writes through seba.runtime.atomic_path, flushed and not, in a
+    """benchmarks/atomic_write.py writes through seba.core.runtime.atomic_path, flushed and not, in a
     temporary folder of --dir that it removes."""
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "atomic_write.py"), "--files", "2", "--repeats", "1",
                           "--dir", str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
@@ -654,7 +654,7 @@ def test_precision_parts_keeps_the_named_layers_in_fp32_and_restores_the_model()
     import torch
 
     from seba import model
-    from seba.config import PretrainConfig
+    from seba.core.config import PretrainConfig
     from seba.pretrain import SeedData, pretrain_stack
 
     parts = load("precision_parts")

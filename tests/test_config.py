@@ -9,8 +9,8 @@ import yaml
 
 from conftest import committed_params
 from seba.baselines.base import load_method
-from seba.config import baseline_names, load_params, parse_params, read_params_file
-from seba.errors import ConfigError
+from seba.core.config import baseline_names, load_params, parse_params, read_params_file
+from seba.core.errors import ConfigError
 
 
 @pytest.fixture()
@@ -165,7 +165,7 @@ def test_default_dataset_values_are_the_measured_ones(committed_file):
 
 def test_every_pretrain_and_evaluate_setting_is_a_dvc_param_of_its_stage(root):
     """A params.yaml key that a stage reads but dvc.yaml does not list would not rerun the stage."""
-    from seba.config import EvaluateConfig, PretrainConfig
+    from seba.core.config import EvaluateConfig, PretrainConfig
 
     stages = yaml.safe_load((root / "dvc.yaml").read_text())["stages"]
     pretrain = set(stages["pretrain"]["params"])
@@ -199,7 +199,7 @@ def test_params_are_read_as_dvc_reads_them():
     import yaml
     from dvc.utils.serialize import parse_yaml
 
-    from seba.config import ParamsLoader
+    from seba.core.config import ParamsLoader
 
     text = "\n".join(f"k{i}: {v}" for i, v in enumerate(SCALARS))
     ours, dvcs = yaml.load(text, Loader=ParamsLoader), parse_yaml(text, "params.yaml")
@@ -220,7 +220,7 @@ def test_params_written_by_the_pipeline_read_back_unchanged():
     import yaml
     from dvc.utils.serialize import parse_yaml
 
-    from seba.config import ParamsLoader, dump_params
+    from seba.core.config import ParamsLoader, dump_params
 
     texts = [s for s in SCALARS if not s.startswith(("[", "{", "'"))] + ["", "a b", "caf\u00e9", "x: y", "- 1"]
     values = {"texts": texts, "numbers": [1e-4, 1e-10, 1000.0, float("inf"), -0.0, 3, -7, True, False, None],

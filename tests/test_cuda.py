@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from conftest import committed_params
-from seba.config import load_params
-from seba.data import encode_table, load_snapshot, make_split, scale
+from seba.core.config import load_params
+from seba.core.data import encode_table, load_snapshot, make_split, scale
 from seba.evaluate import evaluate_members, summarise
 import seba.pretrain
 from seba.pretrain import SeedData, encode, encoder_config, pretrain_encoder, pretrain_stack
-from seba.runtime import count_cuda_syncs
+from seba.core.runtime import count_cuda_syncs
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")

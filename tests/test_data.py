@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from seba.data import (EncodedTable, check_raw_table, check_shots, encode_table, fetch_table, load_snapshot, make_split,
+from seba.core.data import (EncodedTable, check_raw_table, check_shots, encode_table, fetch_table, load_snapshot, make_split,
                        parse_numbers, scale, schema_report, sha256_file)
-from seba.errors import ConfigError, DataError
+from seba.core.errors import ConfigError, DataError
 
 
 def test_snapshot_matches_its_manifest(snapshot_dir):
@@ -112,7 +112,7 @@ def test_scaling_uses_train_statistics_only(snapshot_dir):
 def test_scaling_a_finite_table_gives_the_nan_aware_paths_bits(snapshot_dir, dataset):
     """scale's fast path (numeric columns without a missing or infinite value) must give exactly
     what the NaN-aware general path gives: the encoders' inputs do not change."""
-    from seba.data import _standardise_general
+    from seba.core.data import _standardise_general
 
     table = encode_table(pd.read_parquet(snapshot_dir / f"{dataset}.parquet"))
     for seed in range(3):
@@ -123,7 +123,7 @@ def test_scaling_a_finite_table_gives_the_nan_aware_paths_bits(snapshot_dir, dat
 
 
 def test_scaling_synthetic_edge_values_matches_the_general_path():
-    from seba.data import _standardise_general
+    from seba.core.data import _standardise_general
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(400, 6)).astype(np.float32) * np.array([1, 1e-6, 1e6, 0, 3e15, 1], dtype=np.float32)

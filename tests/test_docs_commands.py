@@ -13,7 +13,7 @@ code blocks fenced or indented) still names what exists, read statically (nothin
   the parser has sub-commands) is one of them, and each `--long-flag` is one its argparse parser
   declares, spelled out (argparse would take an unambiguous abbreviation, which a new flag breaks).
   The flags are read with `ast` from `add_argument("--x", ...)` calls, and from `parse_args(__doc__,
-  dataset=str)` (seba/cli.py: the stages' `--dataset`); `--help` runs in a subprocess only for a
+  dataset=str)` (seba/core/cli.py: the stages' `--dataset`); `--help` runs in a subprocess only for a
   script whose own source builds no parser;
 - `bash X.sh`, `. X.sh`: the file exists, and each `NAME=value` before `bash` is a variable the
   script reads (but for the environment variables of COMMON_ENV, which the programs it runs read);
@@ -182,7 +182,7 @@ class Parser:
 def parser_of(source: str) -> Parser:
     """Parser from a script's source: `X.add_argument("--flag", ...)` calls, each to the parser `X`
     belongs to (a sub-command's `sub.add_parser("name")`, a group of it), and `parse_args(__doc__,
-    name=type)` (seba/cli.py: `--name`)."""
+    name=type)` (seba/core/cli.py: `--name`)."""
     tree, found = ast.parse(source), Parser()
     owner: dict[str, str | None] = {}  # variable -> sub-command (None: the top parser)
 

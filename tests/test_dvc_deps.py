@@ -15,6 +15,9 @@ Two places need a rule beyond reading imports:
   `validate` checks every method's section and `aggregate` reads the methods' rows in the paper's
   tables, each through ``load_method``, so both depend on ``seba/baselines`` (a new method needs
   no edit of dvc.yaml; .dvcignore keeps ``__pycache__`` out of the directory's hash).
+  ``seba/core`` is the other directory dep, for fewer dependency entries (a faster no-op
+  ``dvc repro``): it must hold only modules that every stage listing it imports anyway, so that it
+  never reruns a stage an edit does not affect.
 `seba/__init__.py` (run by every import of the package) is left out of the deps; it must hold only
 the package docstring and its version.
 """
@@ -29,7 +32,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from seba.config import NOT_METHODS
+from seba.core.config import NOT_METHODS
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_INIT = "seba/__init__.py"
@@ -102,7 +105,7 @@ def closure(entries: set[str]) -> set[str]:
 
 
 def baseline_modules() -> list[str]:
-    """The method modules: every module of seba/baselines/ but base.py (seba.config.baseline_names)."""
+    """The method modules: every module of seba/baselines/ but base.py (seba.core.config.baseline_names)."""
     return sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "seba" / "baselines").glob("*.py")
                   if p.stem not in NOT_METHODS)
 
@@ -178,6 +181,30 @@ def test_stage_deps_are_exactly_its_seba_imports(name):
     needed = closure(entries) - {PACKAGE_INIT}
     assert listed == needed, (f"stage '{name}': dvc.yaml deps lack {sorted(needed - listed)}, "
                               f"and list modules it does not import: {sorted(listed - needed)}")
+
+
+CORE = "seba/core"
+
+
+@pytest.mark.parametrize("name", stage_ids())
+def test_the_core_directory_dep_adds_nothing_the_stage_does_not_import(name):
+    stage = stages()[name]
+    if CORE not in [str(d) for d in stage["deps"]]:
+        return
+    imported = closure({script_of(stage)})
+    beyond = expand(CORE) - imported
+    assert not beyond, (f"stage '{name}' depends on {CORE}/ but does not import {sorted(beyond)}: move "
+                        "them out of seba/core, or list the stage's core modules one by one")
+
+
+def test_a_stage_importing_all_of_core_lists_the_directory():
+    """The stages that import every core module list the directory, not its modules one by one."""
+    for name, stage in stages().items():
+        deps = [str(d) for d in stage["deps"]]
+        if expand(CORE) <= closure({script_of(stage)}):
+            assert CORE in deps, f"stage '{name}' imports all of {CORE}/: list the directory"
+        else:
+            assert CORE not in deps
 
 
 def test_no_seba_import_inside_a_function():

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from seba.episodes import sample_episodes
-from seba.errors import EpisodeError
+from seba.core.errors import EpisodeError
 
 
 @pytest.mark.parametrize("shot", [1, 5, 10])

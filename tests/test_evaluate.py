@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conftest import committed_params
-from seba.config import EvaluateConfig
+from seba.core.config import EvaluateConfig
 from seba.evaluate import ENSEMBLE, episode_scores, evaluate_members, summarise
 
 
@@ -126,8 +126,8 @@ def test_a_prototype_shot_that_is_not_evaluated_is_named(monkeypatch, capsys):
     import yaml
 
     import seba.evaluate_stage as stage
-    from seba.config import parse_params
-    from seba.errors import ConfigError
+    from seba.core.config import parse_params
+    from seba.core.errors import ConfigError
 
     raw = yaml.safe_load(committed_params())
     monkeypatch.setattr(stage, "feature_loader", lambda *a: None)

@@ -22,9 +22,9 @@ import pytest
 import torch
 import yaml
 
-from seba.config import EvaluateConfig, ExecutorConfig, PretrainConfig, parse_params
-from seba.data import EncodedTable, Split
-from seba.errors import ConfigError, ExecutorError, TrainingDiverged
+from seba.core.config import EvaluateConfig, ExecutorConfig, PretrainConfig, parse_params
+from seba.core.data import EncodedTable, Split
+from seba.core.errors import ConfigError, ExecutorError, TrainingDiverged
 from seba.executor import RayExecutor, chunks, connect, plan, probe_address
 from seba.pretrain import SeedData, pretrain_stack, train_chunk
 

@@ -31,12 +31,12 @@ import torch
 import yaml
 
 from conftest import committed_params
-from seba.config import PretrainConfig, parse_params
-from seba.data import encode_table, load_snapshot, make_split, read_manifest, scale
-from seba.errors import ConfigError, DataError, EncoderCollapsed, OutputError
+from seba.core.config import PretrainConfig, parse_params
+from seba.core.data import encode_table, load_snapshot, make_split, read_manifest, scale
+from seba.core.errors import ConfigError, DataError, EncoderCollapsed, OutputError
 from seba.health import PLATEAU_EPOCHS, check_training, loss_problem, output_problem
 from seba.pretrain import encode, encoder_config, pretrain_encoder
-from seba.runtime import atomic_path, save_checkpoint, select_device
+from seba.core.runtime import atomic_path, save_checkpoint, select_device
 from seba.validate import STAMP, STAMP_TEXT, main as validate_main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -273,7 +273,7 @@ def test_a_write_killed_halfway_leaves_no_temporary_file_after_the_next_write(tm
     script = textwrap.dedent(f"""
         import os, signal
         from pathlib import Path
-        from seba.runtime import atomic_path
+        from seba.core.runtime import atomic_path
         with atomic_path(Path({str(target)!r})) as tmp:
             tmp.write_bytes(b"half")
             os.kill(os.getpid(), signal.SIGKILL)
@@ -290,8 +290,8 @@ def test_a_folder_that_cannot_be_written_is_a_named_error_not_a_traceback(tmp_pa
     """A reports folder owned by another user (made by a container's root) refuses the temporary
     file with EACCES: the stage's one error line names the file (before, a PermissionError
     traceback), and the earlier file stays."""
-    from seba.cli import run_stage
-    from seba.runtime import write_json
+    from seba.core.cli import run_stage
+    from seba.core.runtime import write_json
 
     target = tmp_path / "summary.json"
     target.write_text("earlier")
@@ -313,8 +313,8 @@ def test_a_file_size_limit_at_torch_save_is_a_named_error(tmp_path):
     refuses a full disk (ENOSPC); the stage's error line names the checkpoint."""
     script = textwrap.dedent(f"""
         import resource, signal, sys, torch
-        from seba.cli import run_stage
-        from seba.runtime import save_checkpoint
+        from seba.core.cli import run_stage
+        from seba.core.runtime import save_checkpoint
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
         run_stage("pretrain", lambda: save_checkpoint({{"w": torch.zeros(10000)}}, {str(tmp_path / "seed0.pt")!r}))
@@ -334,7 +334,7 @@ def test_a_stage_ends_when_the_process_that_started_it_dies(tmp_path):
     pids = tmp_path / "pids"
     stage = textwrap.dedent(f"""
         import pathlib, subprocess, sys, time
-        from seba.runtime import exit_with_parent
+        from seba.core.runtime import exit_with_parent
         exit_with_parent(poll_seconds=0.2)
         worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
         pathlib.Path({str(pids)!r}).write_text(f"{{__import__('os').getpid()}} {{worker.pid}}")
@@ -369,7 +369,7 @@ def test_a_stage_whose_parent_died_before_it_looked_ends_at_once(tmp_path):
         if os.getppid() != 1:
             sys.exit(3)  # orphans go to a subreaper here, not to PID 1
         sys.stderr = open({str(ready)!r} + ".log", "w", buffering=1)
-        from seba.runtime import exit_with_parent
+        from seba.core.runtime import exit_with_parent
         exit_with_parent(poll_seconds=0.2)
         time.sleep(60)
         pathlib.Path({str(ready)!r} + ".outlived").write_text("")

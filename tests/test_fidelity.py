@@ -12,8 +12,8 @@ from pathlib import Path
 
 import torch
 
-from seba.config import EvaluateConfig, PretrainConfig
-from seba.data import encode_table, load_snapshot, make_split, scale
+from seba.core.config import EvaluateConfig, PretrainConfig
+from seba.core.data import encode_table, load_snapshot, make_split, scale
 from seba.evaluate import ENSEMBLE, evaluate_members, summarise
 from seba.pretrain import encode, pretrain_encoder
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from seba.classifiers import probe_init
-from seba.config import EvaluateConfig
+from seba.core.config import EvaluateConfig
 from seba.episodes import sample_episodes
 from seba.evaluate import evaluate_members
 from seba.finetune import FineTuneInputs, finetune_scores

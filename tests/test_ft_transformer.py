@@ -6,13 +6,13 @@ import dataclasses
 import numpy as np
 import torch
 
-from seba.config import PretrainConfig
+from seba.core.config import PretrainConfig
 from seba.ft_transformer import FTTransformer, StackedFTTransformer, ffn_hidden
 from seba.model import Encoder, StackedEncoder
 from seba.objective import stacked_feature_view
 from seba.pretrain import (SeedData, build_models, encode, encoder_config, member_bytes, plan_stacks,
                            pretrain_encoder, pretrain_stack, stack_encoders)
-from seba.runtime import save_checkpoint
+from seba.core.runtime import save_checkpoint
 
 CPU = torch.device("cpu")
 SMALL_FT = dict(encoder="ft_transformer", ft_dim=16, ft_heads=4, ft_blocks=2, encoder_out=16,

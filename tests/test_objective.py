@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
-from seba.data import encode_table
+from seba.core.data import encode_table
 from seba.objective import (
     expand_mask,
     feature_view,

@@ -1,10 +1,10 @@
-"""seba/paths.py and dvc.yaml spell the same paths: each stage writes where DVC expects it."""
+"""seba/core/paths.py and dvc.yaml spell the same paths: each stage writes where DVC expects it."""
 
 from pathlib import Path
 
 import yaml
 
-from seba import paths
+from seba.core import paths
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path()

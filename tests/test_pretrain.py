@@ -4,7 +4,7 @@ import math
 import numpy as np
 import torch
 
-from seba.config import PretrainConfig
+from seba.core.config import PretrainConfig
 from seba.pretrain import encode, pretrain_encoder
 from seba.training import batch_slices
 
@@ -107,7 +107,7 @@ def test_plan_workers_shares_the_thread_budget_among_seeds():
 
 
 def test_stacks_trained_in_parallel_processes_equal_the_same_stacks_in_turn():
-    from seba.data import EncodedTable
+    from seba.core.data import EncodedTable
     from seba.pretrain import ScaledSplit, SeedData, pretrain_many
 
     X, groups = toy_table()
@@ -170,7 +170,7 @@ def test_a_failing_stack_ends_the_stacks_still_training_at_once():
 
     import pytest
 
-    from seba.errors import TrainingDiverged
+    from seba.core.errors import TrainingDiverged
     from seba.pretrain import SeedData, pretrain_many
 
     def waited(*_):
@@ -207,7 +207,7 @@ def test_a_killed_worker_process_is_an_executor_error_naming_the_seeds():
 
     import pytest
 
-    from seba.errors import ExecutorError
+    from seba.core.errors import ExecutorError
     from seba.pretrain import SeedData, pretrain_many
 
     X, groups = toy_table()

@@ -23,9 +23,9 @@ import torch
 import yaml
 
 from conftest import committed_params
-from seba.config import PretrainConfig
-from seba.data import EncodedTable, encode_table, load_snapshot, make_split, save_splits, scale
-from seba.errors import ConfigError, TrainingDiverged
+from seba.core.config import PretrainConfig
+from seba.core.data import EncodedTable, encode_table, load_snapshot, make_split, save_splits, scale
+from seba.core.errors import ConfigError, TrainingDiverged
 from seba.pretrain import pretrain_encoder
 from seba.validate import main as validate_main
 
@@ -497,7 +497,7 @@ def test_an_awkward_local_table_is_read_and_encoded(repo, monkeypatch, capsys):
 @pytest.fixture()
 def no_mlflow(monkeypatch):
     """Stages without their MLflow records (tracking is tested apart)."""
-    from seba.tracking import Tracker
+    from seba.core.tracking import Tracker
 
     monkeypatch.setattr(Tracker, "_start", lambda self: None)
 
@@ -512,8 +512,8 @@ def signal_table(n: int = 768) -> pd.DataFrame:
 def few_shot_accuracy(repo: Path, name: str, monkeypatch, capsys) -> tuple[float, str]:
     """fetch, preprocess and split (the stage scripts), then a tiny SeBA encoder (3 epochs) and
     20 cosine-prototype episodes per shot: the mean ensemble accuracy over shots, and the stages' log."""
-    from seba.config import EvaluateConfig
-    from seba.data import load_split
+    from seba.core.config import EvaluateConfig
+    from seba.core.data import load_split
     from seba.evaluate import evaluate_members, summarise
     from seba.pretrain import encode
 
@@ -861,7 +861,7 @@ def test_a_declared_type_keeps_an_id_and_reads_codes_as_levels(repo, no_mlflow, 
 def test_the_schema_report_is_written_logged_and_in_mlflow(repo, monkeypatch, capsys):
     from mlflow.tracking import MlflowClient
 
-    from seba.tracking import flush
+    from seba.core.tracking import flush
 
     frame = signal_table(120)
     frame["city"] = np.random.default_rng(2).choice(["north", "south", "?"], len(frame))
@@ -932,7 +932,7 @@ def test_non_finite_loss_names_dataset_ratio_seed_and_epoch():
 def test_a_stage_killed_mid_write_leaves_the_earlier_output(repo):
     """atomic_path writes to a temporary name and renames: an exception (or a kill) before the
     rename leaves the earlier file as it was and no temporary behind."""
-    from seba.runtime import atomic_path
+    from seba.core.runtime import atomic_path
 
     target = repo / "reports" / "metrics" / "diabetes.json"
     before = _digest(target)
@@ -948,7 +948,7 @@ def test_a_stage_killed_mid_write_leaves_the_earlier_output(repo):
 
 
 def test_same_seed_gives_bit_identical_splits_episodes_and_accuracies():
-    from seba.config import EvaluateConfig
+    from seba.core.config import EvaluateConfig
     from seba.evaluate import evaluate_members
     from seba.pretrain import encode
 
@@ -1167,9 +1167,9 @@ def test_a_pretrain_stage_holds_the_rows_of_the_stack_in_training_only(repo, no_
     import tracemalloc
 
     import seba.pretrain as pretrain
-    from seba.config import load_params
+    from seba.core.config import load_params
     from seba.pretrain_stage import prepare, train
-    from seba.tracking import Tracker
+    from seba.core.tracking import Tracker
 
     rng = np.random.default_rng(0)
     n, d = 20000, 40
@@ -1215,7 +1215,7 @@ def test_validate_notes_a_pretraining_too_large_for_this_machine_where_the_table
     """With data/processed/<dataset>.npz from an earlier run, seba-validate applies the pretrain
     stage's own memory rule to one seed and notes a setting too large for this machine (a note:
     DVC may not rerun the stage); Ray tasks plan with their nodes' memory, so not for them."""
-    from seba.config import load_params
+    from seba.core.config import load_params
     from seba.validate import main, memory_notes
 
     params = lambda: load_params(repo / "params.yaml")
@@ -1367,8 +1367,8 @@ def test_a_damaged_file_of_an_earlier_stage_names_the_stage_to_rerun(repo, no_ml
 def test_column_names_in_params_match_the_header_as_it_is_read(repo):
     """The header's names are read stripped ('label ' is label): params naming them as the file
     writes them, surrounding spaces and all, find them; a blank target is refused by name."""
-    from seba.config import load_params
-    from seba.data import load_local_table
+    from seba.core.config import load_params
+    from seba.core.data import load_local_table
     from seba.validate import main
 
     rng = np.random.default_rng(0)
@@ -1388,7 +1388,7 @@ def test_column_names_in_params_match_the_header_as_it_is_read(repo):
 
 
 def test_a_parquet_column_with_a_blank_name_is_named_as_a_csv_would_name_it(repo):
-    from seba.data import _read_local
+    from seba.core.data import _read_local
 
     frame = pd.DataFrame({"x": [1.0, 2.0], " ": [3.0, 4.0], "label": ["a", "b"]})
     frame.to_parquet(repo / "data" / "local" / "blank.parquet")

@@ -3,8 +3,8 @@ import sys
 import pytest
 import torch
 
-from seba import runtime
-from seba.runtime import atomic_path, cgroup_free_bytes, derive_seed, format_seconds, repo_root
+from seba.core import runtime
+from seba.core.runtime import atomic_path, cgroup_free_bytes, derive_seed, format_seconds, repo_root
 
 
 def test_atomic_path_never_leaves_a_half_written_file(tmp_path):
@@ -28,7 +28,7 @@ def test_atomic_path_syncs_the_new_bytes_before_the_rename_and_the_rename_before
     import errno
     import os
 
-    from seba.errors import OutputError
+    from seba.core.errors import OutputError
 
     events = []
     real_fsync, real_replace, real_chmod = os.fsync, os.replace, os.chmod
@@ -80,7 +80,7 @@ def test_atomic_path_gives_the_file_a_new_files_mode(tmp_path):
     """mkstemp makes its file private (0600): a report written through it would not be readable by
     the group and others as the committed one was; the file gets the mode the umask gives a new file."""
     import os
-    import seba.runtime as runtime
+    import seba.core.runtime as runtime
 
     target = tmp_path / "report.md"
     with atomic_path(target) as tmp:
@@ -104,7 +104,7 @@ def test_repo_root_and_format(root):
 def test_auto_precision_is_bf16_only_on_a_cpu_with_native_bf16(monkeypatch):
     import torch
 
-    from seba import runtime
+    from seba.core import runtime
 
     cpu, cuda = torch.device("cpu"), torch.device("cuda")  # a device object needs no GPU
     monkeypatch.setattr(runtime, "native_bf16", lambda device: True)
@@ -119,7 +119,7 @@ def test_auto_precision_is_bf16_only_on_a_cpu_with_native_bf16(monkeypatch):
 def test_lazy_module_missing_names_the_module():
     """A package that is not installed fails as an import does, naming it (a stage run outside the
     project's environment), not with an AttributeError from inside the lazy loader."""
-    from seba.runtime import lazy_module
+    from seba.core.runtime import lazy_module
 
     with pytest.raises(ModuleNotFoundError, match="no_such_module_for_seba"):
         lazy_module("no_such_module_for_seba")

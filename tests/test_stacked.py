@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from seba.config import PretrainConfig
-from seba.errors import ConfigError
+from seba.core.config import PretrainConfig
+from seba.core.errors import ConfigError
 from seba.model import Encoder, StackedEncoder
 from seba.objective import stacked_info_nce, stacked_target_neighbours
 from seba.pretrain import (SeedData, build_models, encode, member_bytes, plan_stacks, pretrain_encoder,
@@ -264,7 +264,7 @@ def test_seeds_given_as_their_splits_train_as_their_scaled_rows():
     """A stage gives each seed as its split of the table (seba.pretrain.ScaledSplit), scaled
     when its stack starts: the same encoders, bit for bit, as the scaled rows given as arrays;
     the validation rows stay for the stage's health check until released."""
-    from seba.data import EncodedTable, scale
+    from seba.core.data import EncodedTable, scale
     from seba.pretrain import ScaledSplit
 
     members, groups = seed_tables(n_seeds=1)

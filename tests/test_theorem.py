@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from conftest import committed_params
-import seba.tracking as tracking
-from seba.config import parse_params
-from seba.errors import ConfigError
+import seba.core.tracking as tracking
+from seba.core.config import parse_params
+from seba.core.errors import ConfigError
 from seba.theorem import (TheoremConfig, batch_mismatch, batch_table, best_constant, config_dict, judge,
                           load_theorem, mismatch_direct, mismatch_exact_1d, mismatch_probability, pair_table,
                           parse_theorem, view_separations, view_size)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from seba.tracking import PENDING_DIR, Tracker, flush
+from seba.core.tracking import PENDING_DIR, Tracker, flush
 
 
 def _records(root):
@@ -137,7 +137,7 @@ def test_a_locked_store_is_a_warning_and_nothing_is_half_pushed(tmp_path, monkey
 
 def test_a_stage_never_imports_mlflow(tmp_path):
     """MLflow's import and store set-up cost seconds; a stage's Tracker only writes a record."""
-    code = ("import sys\nfrom pathlib import Path\nfrom seba.tracking import Tracker\n"
+    code = ("import sys\nfrom pathlib import Path\nfrom seba.core.tracking import Tracker\n"
             f"with Tracker('split', 'split toy', params={{'a': 1}}, root=Path({str(tmp_path)!r})) as t:\n"
             "    t.log_metrics({'rows': 1}, t.child('seed 0'))\n"
             "assert not any(m.startswith('mlflow') for m in sys.modules), 'mlflow imported'\n")
@@ -175,7 +175,7 @@ def test_runs_name_the_dvc_experiment_that_made_them(tmp_path, monkeypatch):
 
 
 def test_dvc_root_names_the_store_of_a_stage_in_a_temporary_copy(tmp_path, monkeypatch):
-    from seba.tracking import tracking_uri
+    from seba.core.tracking import tracking_uri
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.delenv("DVC_ROOT", raising=False)
@@ -237,8 +237,8 @@ def test_a_failed_stage_in_a_temporary_copy_leaves_the_experiments_records_in_th
     """A queued experiment whose stage fails never reaches its track stage, and DVC deletes its
     copy: the failed stage's record and those of the stages before it go to the workspace's spool,
     where the next push finds them. A stage that ends well leaves them for the copy's own track."""
-    from seba.cli import run_stage
-    from seba.errors import DataError
+    from seba.core.cli import run_stage
+    from seba.core.errors import DataError
 
     copy, workspace = tmp_path / "copy", tmp_path / "workspace"
     for root in (copy, workspace):
@@ -278,7 +278,7 @@ def test_a_failed_stage_in_a_temporary_copy_leaves_the_experiments_records_in_th
 def test_stage_times_reads_the_records_where_mlflow_is_not(tmp_path, monkeypatch):
     """benchmarks/stage_times.py --records: a machine without MLflow keeps the records; the stage
     bodies come from them (the latest finished run of each stage instance, children not counted)."""
-    import seba.tracking as tracking
+    import seba.core.tracking as tracking
 
     clock = iter(range(0, 10**9, 500))  # each reading of the clock is 0.5 s after the last: a run
     # lasts 0.5 s, plus 1 s per child (its start and its end)
@@ -302,7 +302,7 @@ def test_stage_times_reads_the_records_where_mlflow_is_not(tmp_path, monkeypatch
 
 
 def test_seba_track_answers_help_and_refuses_unknown_options_without_pushing(monkeypatch, capsys):
-    import seba.tracking as tracking
+    import seba.core.tracking as tracking
 
     pushed = []
     monkeypatch.setattr(tracking, "flush", lambda: pushed.append(1))
@@ -320,9 +320,9 @@ _KILLED_PUSH = """
 import os, signal, sys
 from pathlib import Path
 import mlflow.tracking
-import seba.tracking
+import seba.core.tracking
 where, at = sys.argv[1], int(sys.argv[2])
-owner = seba.tracking.shutil if where == "rmtree" else mlflow.tracking.MlflowClient
+owner = seba.core.tracking.shutil if where == "rmtree" else mlflow.tracking.MlflowClient
 original, calls = getattr(owner, where), []
 def killed(*args, **kwargs):
     calls.append(1)
@@ -330,7 +330,7 @@ def killed(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
     return original(*args, **kwargs)
 setattr(owner, where, killed)
-seba.tracking.flush(Path(sys.argv[3]))
+seba.core.tracking.flush(Path(sys.argv[3]))
 """
 
 

@@ -1,4 +1,4 @@
-"""seba/worker.py: stage processes handed to a warm worker behave as if they ran themselves."""
+"""seba/core/worker.py: stage processes handed to a warm worker behave as if they ran themselves."""
 
 import os
 import resource
@@ -11,10 +11,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from seba.worker import code_key
+from seba.core.worker import code_key
 
 SCRIPT = '''
-import seba.cli  # first, as every stage script: hands the script to the worker when one runs
+import seba.core.cli  # first, as every stage script: hands the script to the worker when one runs
 import os, sys, time
 print("pid", os.getpid(), "torch already imported:", "torch" in sys.modules, flush=True)
 print("argv", sys.argv[1:], "cwd", os.getcwd(), "var", os.environ.get("SEBA_TEST_VAR"), flush=True)
@@ -114,7 +114,7 @@ def test_a_stage_in_another_process_context_runs_itself(stage, limit):
                              text=True, timeout=120, preexec_fn=_limited(**limit))
     assert limited.returncode == 4 and "torch already imported: False" in limited.stdout, limited
     assert "torch already imported: True" in run(tmp_path, env, "0").stdout  # the worker still serves its own
-    keys = subprocess.run([sys.executable, "-c", "from seba.worker import code_key; print(code_key())"],
+    keys = subprocess.run([sys.executable, "-c", "from seba.core.worker import code_key; print(code_key())"],
                           capture_output=True, text=True, timeout=60, preexec_fn=_limited(**limit), check=True)
     assert keys.stdout.strip() != code_key()
 
@@ -162,10 +162,10 @@ def test_signals_reach_the_delegated_run(stage):
 
 
 TERMINATED = '''
-import seba.cli
+import seba.core.cli
 import time
 
-from seba.cli import run_stage
+from seba.core.cli import run_stage
 
 
 def main():
@@ -203,7 +203,7 @@ def test_sigterm_ends_a_stage_as_ctrl_c_does(stage, delegated):
 
 
 def test_processes_a_stage_spawns_do_not_delegate(tmp_path):
-    code = "import sys; sys.argv = ['stages/probe.py']; from seba.worker import is_stage_process; print(is_stage_process())"
+    code = "import sys; sys.argv = ['stages/probe.py']; from seba.core.worker import is_stage_process; print(is_stage_process())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
@@ -212,7 +212,7 @@ PATH_LINE = "sys.path.insert(0, str(Path(__file__).resolve().parents[1]))"
 
 
 def test_every_stage_script_imports_seba_cli_first(root):
-    """seba.cli hands the stage to the warm worker on import: an import before it (torch, pandas,
+    """seba.core.cli hands the stage to the warm worker on import: an import before it (torch, pandas,
     a seba module that loads them) would be paid by every stage process. Before it come only
     ``sys`` and ``pathlib``, to put the script's own checkout first on sys.path."""
     import ast
@@ -223,8 +223,8 @@ def test_every_stage_script_imports_seba_cli_first(root):
         first = next(i for i, n in enumerate(imports) if "seba" in ast.dump(n))
         assert {n.names[0].name if isinstance(n, ast.Import) else n.module for n in imports[:first]} <= {
             "sys", "pathlib"}, script.name
-        assert isinstance(imports[first], ast.ImportFrom) and imports[first].module == "seba.cli", script.name
-        assert 0 <= text.find(PATH_LINE) < text.find("from seba.cli import"), script.name
+        assert isinstance(imports[first], ast.ImportFrom) and imports[first].module == "seba.core.cli", script.name
+        assert 0 <= text.find(PATH_LINE) < text.find("from seba.core.cli import"), script.name
 
 
 def test_a_stage_imports_its_own_checkout(root, tmp_path):
@@ -238,7 +238,7 @@ def test_a_stage_imports_its_own_checkout(root, tmp_path):
     for folder in (other, checkout):
         shutil.copytree(root / "seba", folder / "seba", ignore=shutil.ignore_patterns("__pycache__"))
     text = (root / "stages" / "split.py").read_text()  # a real stage script's header
-    header = text[:text.index("\n", text.index("from seba.cli import")) + 1]
+    header = text[:text.index("\n", text.index("from seba.core.cli import")) + 1]
     (checkout / "stages").mkdir()
     (checkout / "stages" / "probe.py").write_text(
         header + "print('seba', sys.modules['seba'].__file__, 'warm', 'torch' in sys.modules, flush=True)\n")
@@ -262,7 +262,7 @@ def test_a_stage_imports_its_own_checkout(root, tmp_path):
 def test_a_zombie_parent_counts_as_gone():
     """A killed `dvc repro` that its own parent has not reaped yet (a zombie) is dead to a stage's
     watchdog; it used to count as running, and the orphaned stage trained on."""
-    from seba.runtime import _alive
+    from seba.core.runtime import _alive
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     process = psutil.Process(child.pid)
@@ -295,7 +295,7 @@ def test_a_sandbox_that_refuses_the_scheduling_calls_does_not_stop_a_stage(monke
     calls with EPERM: psutil raises its own AccessDenied (not an OSError) and os an OSError. The
     context (read by every stage under `dvc repro`, before its script) must still be read, the
     refused parts left out, instead of every stage failing with a traceback."""
-    import seba.worker as worker
+    import seba.core.worker as worker
 
     def denied(*args, **kwargs):
         raise psutil.AccessDenied(os.getpid())

@@ -68,7 +68,7 @@ def build(root: Path, work: Path, params: dict | None = None, repro: bool = True
     set_params(work, TINY if params is None else params)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
            "DVC_NO_ANALYTICS": "1", "MLFLOW_DISABLE_TELEMETRY": "true",
-           "SEBA_WORKER_IDLE": "30"}  # the stages' warm worker (seba/worker.py) ends soon after the tests
+           "SEBA_WORKER_IDLE": "30"}  # the stages' warm worker (seba/core/worker.py) ends soon after the tests
     env.pop("MLFLOW_TRACKING_URI", None)
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
                 ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tiny"]):

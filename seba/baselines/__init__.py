@@ -9,7 +9,7 @@ class scores for every test row: [episodes, rows, classes]. The stage takes the 
 the query rows exactly as for SeBA.
 
 Every module of this folder but ``base.py`` is a method, named by its file
-(``seba.config.baseline_names``); ``baselines.methods`` in params.yaml picks the ones that run, in
+(``seba.core.config.baseline_names``); ``baselines.methods`` in params.yaml picks the ones that run, in
 the order of the report's tables. A method's module is the only method code its DVC stage depends
 on (``base.load_method`` imports it alone): editing one method reruns only that method's stages.
 ``seba-validate`` (the `validate` stage, ahead of every other) checks every method's section
@@ -20,7 +20,7 @@ defaults as the values to edit (tests/test_config.py checks they agree); see
 docs/adding-a-method.md.
 """
 
-from seba.errors import ConfigError
+from seba.core.errors import ConfigError
 
 # The method classes of the modules imported so far, by name (``register`` fills it).
 METHODS: dict[str, type] = {}
@@ -34,7 +34,7 @@ def register(cls: type) -> type:
         raise ConfigError(f"baseline class {cls.__qualname__}: its name '{cls.name}' must be its module's, "
                           f"'{module}' (seba/baselines/<name>.py)")
     if not hasattr(getattr(cls, "Config", None), "__pydantic_fields__"):
-        raise ConfigError(f"baseline '{cls.name}': its class needs `Config`, its params class (a seba.schema.section)")
+        raise ConfigError(f"baseline '{cls.name}': its class needs `Config`, its params class (a seba.core.schema.section)")
     if not hasattr(cls, "paper_name"):
         raise ConfigError(f"baseline '{cls.name}': its class needs `paper_name` (its row in the paper's tables, or None)")
     METHODS[cls.name] = cls

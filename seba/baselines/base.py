@@ -17,15 +17,15 @@ import pandas as pd
 import torch
 
 from seba.baselines import METHODS
-from seba.config import BaselinesConfig, baseline_names
-from seba import paths
-from seba.data import EncodedTable, check_shots, load_split, scale
+from seba.core.config import BaselinesConfig, baseline_names
+from seba.core import paths
+from seba.core.data import EncodedTable, check_shots, load_split, scale
 from seba.episodes import sample_episodes
-from seba.errors import ConfigError, DataError, TrainingDiverged
+from seba.core.errors import ConfigError, DataError, TrainingDiverged
 from seba.evaluate import episode_scores, head_scores, summarise, support_hash
 from seba.executor import chunks, placement_tags
-from seba.runtime import derive_seed, log, select_device
-from seba.schema import Float, check, rule
+from seba.core.runtime import derive_seed, log, select_device
+from seba.core.schema import Float, check, rule
 from seba.training import EarlyStopping
 
 
@@ -65,7 +65,7 @@ def check_baselines(baselines: BaselinesConfig) -> None:
 
 class Method:
     name: str = ""  # its module's name: its params section, its DVC stages and its episode folder
-    # Each method class also sets ``Config`` (its params class, a seba.schema.section) and
+    # Each method class also sets ``Config`` (its params class, a seba.core.schema.section) and
     # ``paper_name`` (its row in data/reference/paper_results.csv, None if the paper has none).
 
     def __init__(self, cfg, seed: int, device: torch.device):

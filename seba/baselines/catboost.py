@@ -9,8 +9,8 @@ import torch
 
 from seba.baselines import register
 from seba.baselines.base import Method
-from seba.runtime import derive_seed
-from seba.schema import PositiveFloat, PositiveInt, at_most, section
+from seba.core.runtime import derive_seed
+from seba.core.schema import PositiveFloat, PositiveInt, at_most, section
 
 
 @section

@@ -12,9 +12,9 @@ from torch import nn
 
 from seba.baselines import register
 from seba.baselines.base import RepresentationMethod
-from seba.errors import ConfigError, TrainingDiverged
-from seba.runtime import derive_seed
-from seba.schema import Float, Fraction, Int, PositiveFloat, PositiveInt, section
+from seba.core.errors import ConfigError, TrainingDiverged
+from seba.core.runtime import derive_seed
+from seba.core.schema import Float, Fraction, Int, PositiveFloat, PositiveInt, section
 
 
 @section

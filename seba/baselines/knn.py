@@ -6,7 +6,7 @@ import torch
 
 from seba.baselines import register
 from seba.baselines.base import Method
-from seba.schema import PositiveInt, section
+from seba.core.schema import PositiveInt, section
 
 
 @section

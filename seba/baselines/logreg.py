@@ -7,7 +7,7 @@ import torch
 
 from seba.baselines import register
 from seba.baselines.base import Method
-from seba.schema import PositiveFloat, PositiveInt, section
+from seba.core.schema import PositiveFloat, PositiveInt, section
 
 
 @section

@@ -16,9 +16,9 @@ import torch
 
 from seba.baselines import register
 from seba.baselines.pseudolabel import EpisodeMLPMethod, Params, mlp_forward, train_stacked, unlabeled_batches
-from seba.errors import ConfigError
-from seba.runtime import derive_seed, resolve_precision
-from seba.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
+from seba.core.errors import ConfigError
+from seba.core.runtime import derive_seed, resolve_precision
+from seba.core.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
 
 
 @section

@@ -22,9 +22,9 @@ import torch
 
 from seba.baselines import register
 from seba.baselines.base import Method
-from seba.errors import ConfigError, TrainingDiverged
-from seba.runtime import derive_seed, resolve_precision
-from seba.schema import Float, PositiveFloat, PositiveInt, choice, section
+from seba.core.errors import ConfigError, TrainingDiverged
+from seba.core.runtime import derive_seed, resolve_precision
+from seba.core.schema import Float, PositiveFloat, PositiveInt, choice, section
 
 
 @section

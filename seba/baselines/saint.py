@@ -26,9 +26,9 @@ from torch.nn import functional as F
 
 from seba.baselines import register
 from seba.baselines.base import RepresentationMethod
-from seba.errors import ConfigError, DataError, TrainingDiverged
-from seba.runtime import derive_seed, resolve_precision
-from seba.schema import Bool, Float, Fraction, PairBatch, PositiveFloat, PositiveInt, choice, section
+from seba.core.errors import ConfigError, DataError, TrainingDiverged
+from seba.core.runtime import derive_seed, resolve_precision
+from seba.core.schema import Bool, Float, Fraction, PairBatch, PositiveFloat, PositiveInt, choice, section
 
 
 @section

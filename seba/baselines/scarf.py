@@ -7,8 +7,8 @@ import torch
 from seba.baselines import register
 from seba.baselines.base import MinDelta, RepresentationMethod, train_with_early_stopping
 from seba.model import Encoder
-from seba.runtime import derive_seed, resolve_precision
-from seba.schema import Fraction, PairBatch, PositiveFloat, PositiveInt, choice, section
+from seba.core.runtime import derive_seed, resolve_precision
+from seba.core.schema import Fraction, PairBatch, PositiveFloat, PositiveInt, choice, section
 
 
 @section

@@ -10,11 +10,11 @@ import torch
 
 from seba.baselines import register
 from seba.baselines.base import RepresentationMethod
-from seba.errors import ConfigError, TrainingDiverged
+from seba.core.errors import ConfigError, TrainingDiverged
 from seba.model import Encoder
 from seba.training import EarlyStopping
-from seba.runtime import derive_seed, resolve_precision
-from seba.schema import Fraction, PositiveFloat, PositiveInt, choice, section
+from seba.core.runtime import derive_seed, resolve_precision
+from seba.core.schema import Fraction, PositiveFloat, PositiveInt, choice, section
 
 
 @section

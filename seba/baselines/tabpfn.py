@@ -18,10 +18,10 @@ import torch
 
 from seba.baselines import register
 from seba.baselines.base import Method
-from seba.data import sha256_file
-from seba.errors import ConfigError, DataError
-from seba.runtime import derive_seed, repo_root, select_device
-from seba.schema import Bool, PositiveFloat, PositiveInt, Str, choice, section
+from seba.core.data import sha256_file
+from seba.core.errors import ConfigError, DataError
+from seba.core.runtime import derive_seed, repo_root, select_device
+from seba.core.schema import Bool, PositiveFloat, PositiveInt, Str, choice, section
 
 
 @section

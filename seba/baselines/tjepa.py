@@ -12,9 +12,9 @@ from torch import nn
 
 from seba.baselines import register
 from seba.baselines.base import MinDelta, RepresentationMethod, train_with_early_stopping
-from seba.errors import ConfigError, TrainingDiverged
-from seba.runtime import derive_seed, resolve_precision
-from seba.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
+from seba.core.errors import ConfigError, TrainingDiverged
+from seba.core.runtime import derive_seed, resolve_precision
+from seba.core.schema import Float, Fraction, PositiveFloat, PositiveInt, choice, section
 
 
 @section

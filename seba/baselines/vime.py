@@ -6,10 +6,10 @@ import torch
 
 from seba.baselines import register
 from seba.baselines.base import MinDelta, RepresentationMethod, train_with_early_stopping
-from seba.errors import TrainingDiverged
+from seba.core.errors import TrainingDiverged
 from seba.model import Encoder
-from seba.runtime import derive_seed, resolve_precision
-from seba.schema import Fraction, PositiveFloat, PositiveInt, choice, section
+from seba.core.runtime import derive_seed, resolve_precision
+from seba.core.schema import Fraction, PositiveFloat, PositiveInt, choice, section
 
 
 @section

@@ -13,7 +13,7 @@ VALIDATED = "data/validated.txt"  # the validate stage's stamp
 PAPER_RESULTS = "data/reference/paper_results.csv"
 PAPER_ABLATIONS = "data/reference/paper_ablations.csv"  # every number of the paper's ablation tables (seba.ablations)
 REPORTS = "reports"
-TRACKING = "data/tracking"  # stage runs waiting for the `track` stage (seba.tracking)
+TRACKING = "data/tracking"  # stage runs waiting for the `track` stage (seba.core.tracking)
 
 
 RANDOM_RATIO = "random"  # a `ratios` entry: a ratio drawn per batch (pretrain.random_ratio_range)
@@ -40,7 +40,7 @@ def raw_info(root: Path, dataset: str) -> Path:
 
 
 def processed(root: Path, dataset: str) -> Path:
-    """The encoded table (seba.data.EncodedTable)."""
+    """The encoded table (seba.core.data.EncodedTable)."""
     return root / "data" / "processed" / f"{dataset}.npz"
 
 
@@ -85,7 +85,7 @@ def report(root: Path, name: str) -> Path:
 
 
 def tracking(root: Path) -> Path:
-    """The stage runs waiting for the `track` stage to push them into MLflow (seba.tracking)."""
+    """The stage runs waiting for the `track` stage to push them into MLflow (seba.core.tracking)."""
     return root / TRACKING
 
 

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from seba import paths
-from seba.errors import ConfigError, DataError
-from seba.runtime import atomic_path, lazy_module, log
+from seba.core import paths
+from seba.core.errors import ConfigError, DataError
+from seba.core.runtime import atomic_path, lazy_module, log
 
 pd = lazy_module("pandas")  # pretraining reads encoded tables and splits only: no pandas import
 

@@ -3,13 +3,13 @@
 A stage run by `dvc repro` spends most of its start-up importing torch, numpy and pandas (about
 2 s of a 2-core CPU per torch stage, against 0.1 s of DVC's own bookkeeping). The first stage of a
 `dvc repro` starts this worker in the background and runs as usual; the following stages connect
-to it (``delegate``, called by ``seba.cli`` before a stage script's own imports): the worker forks a
+to it (``delegate``, called by ``seba.core.cli`` before a stage script's own imports): the worker forks a
 child that already has every module imported, and the child runs the stage script exactly as
 ``python stages/<stage>.py ...`` would: the same arguments, working directory and environment,
 its output on the stage's own stdout and stderr (their file descriptors are passed over the
 socket), its exit status returned to the stage process, which exits with it. A signal to the
 stage process (Ctrl-C) goes on to the child; if the stage process dies (`dvc repro` killed), the
-child ends as a stage does (``seba.runtime.exit_with_parent``).
+child ends as a stage does (``seba.core.runtime.exit_with_parent``).
 
 The worker serves one version of the code: its socket's name derives from the interpreter and
 the size and time of every file of the ``seba`` package, so after an edit the stages start a
@@ -39,7 +39,7 @@ import threading
 from pathlib import Path
 
 import seba
-from seba.runtime import exit_with_parent
+from seba.core.runtime import exit_with_parent
 
 IDLE_SECONDS = float(os.environ.get("SEBA_WORKER_IDLE", 120))  # seconds without a request before it ends
 _HEADER = struct.Struct("!I")
@@ -48,7 +48,7 @@ _PRELOAD = ("numpy", "pandas", "torch", "torch.nn.functional", "yaml", "psutil")
 
 
 def _package_files() -> list[Path]:
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # the seba package
     return sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.parts)
 
 
@@ -155,8 +155,8 @@ def _recv_exact(conn: socket.socket, n: int) -> bytes:
 
 def _start_worker(path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "DVC_STAGE"}
-    env["SEBA_WORKER"] = "0"  # the worker's own imports of seba.cli must not delegate
-    subprocess.Popen([sys.executable, "-m", "seba.worker", str(path)], env=env, start_new_session=True,
+    env["SEBA_WORKER"] = "0"  # the worker's own imports of seba.core.cli must not delegate
+    subprocess.Popen([sys.executable, "-m", "seba.core.worker", str(path)], env=env, start_new_session=True,
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                      close_fds=True)
 
@@ -326,7 +326,7 @@ def serve(path: Path) -> None:
     except ImportError:
         pass
     for module in pkgutil.walk_packages(seba.__path__, "seba."):
-        if module.name != "seba.worker":
+        if module.name != "seba.core.worker":
             importlib.import_module(module.name)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:

@@ -2,7 +2,7 @@
 
 Every stage turns the raw YAML into these frozen sections before doing any work, so a typo or an
 out-of-range value fails at once with the key's name instead of after an hour of pretraining.
-Each section is a pydantic dataclass (``seba.schema``): its fields, types, defaults and range
+Each section is a pydantic dataclass (``seba.core.schema``): its fields, types, defaults and range
 checks are written once, in the class. Unknown keys are rejected (with a suggestion when one is
 close). The ``baselines`` section names its methods and holds each one's settings as given: a
 method's module checks them against its own params class (``seba.baselines.base.method_config``),
@@ -21,9 +21,9 @@ import yaml
 import pydantic
 from pydantic import AfterValidator, BeforeValidator
 
-from seba.errors import ConfigError
-from seba.paths import LOCAL, RANDOM_RATIO, ratio_tag
-from seba.schema import (Bool, Float, Int, Ints, IntsOrNone, Numbers, PairBatch, PositiveFloat, PositiveInt, Str, at_most, check,
+from seba.core.errors import ConfigError
+from seba.core.paths import LOCAL, RANDOM_RATIO, ratio_tag
+from seba.core.schema import (Bool, Float, Int, Ints, IntsOrNone, Numbers, PairBatch, PositiveFloat, PositiveInt, Str, at_most, check,
                          choice, fail, mapping_or_empty, rule, section, unknown_key)
 
 LOCAL_DIR = LOCAL
@@ -244,7 +244,7 @@ class EvaluateConfig:
 # The baselines: every module of seba/baselines/ but base.py is one method, named by its file
 # (docs/adding-a-method.md). The names come from the folder, without importing a method: checking
 # params.yaml needs no torch, and no stage but a method's own depends on the method's code.
-BASELINES_DIR = Path(__file__).resolve().parent / "baselines"
+BASELINES_DIR = Path(__file__).resolve().parents[1] / "baselines"
 NOT_METHODS = ("__init__", "base")
 
 

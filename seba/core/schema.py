@@ -18,7 +18,7 @@ import pydantic
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Strict
 from pydantic_core import PydanticCustomError
 
-from seba.errors import ConfigError
+from seba.core.errors import ConfigError
 
 # Unknown keys are errors; numbers are finite. Scalars are checked strictly (the types below):
 # no "5" for 5, no true for 1, no 5.0 for an integer; an integer is a valid float.

@@ -4,7 +4,7 @@ DVC outputs are the source of truth. A stage does not import MLflow (its import 
 cost 2-4 s, more than most stages' work): its ``Tracker`` writes the stage's run — params, tags,
 metric histories, nested runs, start and end times, copies of its artifacts — as one record in
 ``data/tracking/``. The ``track`` stage, last in ``dvc.yaml``, pushes the waiting records into the
-MLflow store with their own times (``flush``; also ``seba-track`` / ``python -m seba.tracking``).
+MLflow store with their own times (``flush``; also ``seba-track`` / ``python -m seba.core.tracking``).
 Every failure, writing a record or pushing it, is one warning: a stage always completes its DVC
 outputs, and a record that could not be pushed stays for the next ``track`` (a queued experiment's,
 made in a temporary copy that DVC deletes, waits in the workspace's ``data/tracking/``, as do all of
@@ -24,9 +24,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from seba import paths
-from seba.errors import OutputError
-from seba.runtime import atomic_path, log, repo_root, write_text
+from seba.core import paths
+from seba.core.errors import OutputError
+from seba.core.runtime import atomic_path, log, repo_root, write_text
 
 EXPERIMENT = "seba"
 PENDING_DIR = paths.TRACKING  # the records waiting for the track stage (git-ignored but for .gitignore)

@@ -18,7 +18,7 @@ from typing import Iterator
 
 import numpy as np
 
-from seba.errors import ConfigError, OutputError
+from seba.core.errors import ConfigError, OutputError
 
 
 def lazy_module(name: str):
@@ -349,7 +349,7 @@ def exit_with_parent(poll_seconds: float = 1.0, of: int | None = None) -> bool:
     when the parent is the shell DVC ran the command with, the shell's parent) every
     ``poll_seconds``. A process whose parent is already gone when this starts (it was re-parented
     to PID 1) ends at once. ``of``: a process to watch instead of the parent, with its own parent
-    (a stage run by seba.worker watches the stage process it runs for). Started once per process;
+    (a stage run by seba.core.worker watches the stage process it runs for). Started once per process;
     returns whether it was started now."""
     import psutil
 

@@ -9,25 +9,25 @@ import signal
 import sys
 from typing import Callable
 
-from seba.errors import ConfigError, DataError, EpisodeError, ExecutorError, OutputError, TrainingDiverged
+from seba.core.errors import ConfigError, DataError, EpisodeError, ExecutorError, OutputError, TrainingDiverged
 
 USER_ERRORS = (ConfigError, DataError, EpisodeError, TrainingDiverged, OutputError, ExecutorError, FileNotFoundError)
 
 if os.environ.get("DVC_STAGE"):
     # Run by `dvc repro` (a stage script imports this module first, before its slow imports; a
     # stage's spawned worker processes import it too). A stage process hands its script to the
-    # warm worker when one is running (seba/worker.py: it exits here with the script's status);
+    # warm worker when one is running (seba/core/worker.py: it exits here with the script's status);
     # otherwise it runs it itself, and ends with the process that started it.
     if os.environ.get("SEBA_WORKER", "1") != "0":
-        from seba.worker import delegate
+        from seba.core.worker import delegate
 
         delegate()
-    from seba.runtime import exit_with_parent
+    from seba.core.runtime import exit_with_parent
 
     exit_with_parent()
 
 # after the hand-over above: a stage process the warm worker serves never loads it (nor numpy)
-from seba.tracking import keep_for_workspace  # noqa: E402
+from seba.core.tracking import keep_for_workspace  # noqa: E402
 
 
 def parse_args(description: str, **options: type) -> argparse.Namespace:
@@ -71,7 +71,7 @@ def run_stage(name: str, main: Callable[[], None]) -> None:
 
 def _keep_records() -> None:
     """A failed stage in a queued experiment's temporary copy: its record and those of the stages
-    before it go to the workspace, where the next push finds them (``seba.tracking.keep_for_workspace``)."""
+    before it go to the workspace, where the next push finds them (``seba.core.tracking.keep_for_workspace``)."""
     try:
         keep_for_workspace()
     except Exception as exc:  # the stage's own error is the one to show
