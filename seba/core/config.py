@@ -433,7 +433,7 @@ def _gpus(value: Any) -> Any:
 
 @section
 class ExecutorConfig:
-    """Where the independent pieces of the pretrain and baseline stages run (docs/scale-out.md):
+    """Where the independent pieces of the pretrain, evaluate and baseline stages run (docs/scale-out.md):
     ``local`` (this machine's processes) or ``ray`` (tasks on a Ray cluster). No stage lists it as
     a DVC param: a stage's outputs do not depend on where its pieces ran."""
 
