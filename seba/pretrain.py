@@ -48,7 +48,7 @@ from seba.objective import (
     stacked_target_neighbours,
 )
 from seba.core.runtime import (Throttle, available_bytes, derive_seed, format_seconds, log, matmul_precision,
-                          resolve_precision, select_device)
+                               resolve_precision, select_device)
 from seba.training import EarlyStopping, FusedAdam, batch_slices
 
 # With CUDA graphs a stack is compacted (stopped seeds dropped, graphs captured again) once this

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from seba.core.data import (EncodedTable, check_raw_table, check_shots, encode_table, fetch_table, load_snapshot, make_split,
-                       parse_numbers, scale, schema_report, sha256_file)
+                            parse_numbers, scale, schema_report, sha256_file)
 from seba.core.errors import ConfigError, DataError
 
 

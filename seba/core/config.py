@@ -24,7 +24,7 @@ from pydantic import AfterValidator, BeforeValidator
 from seba.core.errors import ConfigError
 from seba.core.paths import LOCAL, RANDOM_RATIO, ratio_tag
 from seba.core.schema import (Bool, Float, Int, Ints, IntsOrNone, Numbers, PairBatch, PositiveFloat, PositiveInt, Str, at_most, check,
-                         choice, fail, mapping_or_empty, rule, section, unknown_key)
+                              choice, fail, mapping_or_empty, rule, section, unknown_key)
 
 LOCAL_DIR = LOCAL
 LOCAL_SUFFIXES = (".csv", ".parquet")
