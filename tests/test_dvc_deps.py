@@ -187,24 +187,18 @@ CORE = "seba/core"
 
 
 @pytest.mark.parametrize("name", stage_ids())
-def test_the_core_directory_dep_adds_nothing_the_stage_does_not_import(name):
+def test_a_stage_lists_the_core_directory_exactly_when_it_imports_all_of_it(name):
+    """Listed by a stage that does not import all of it, the directory would rerun the stage for
+    edits that do not affect it; a stage that imports all of it lists the directory, not its
+    modules one by one."""
     stage = stages()[name]
-    if CORE not in [str(d) for d in stage["deps"]]:
-        return
-    imported = closure({script_of(stage)})
-    beyond = expand(CORE) - imported
-    assert not beyond, (f"stage '{name}' depends on {CORE}/ but does not import {sorted(beyond)}: move "
-                        "them out of seba/core, or list the stage's core modules one by one")
-
-
-def test_a_stage_importing_all_of_core_lists_the_directory():
-    """The stages that import every core module list the directory, not its modules one by one."""
-    for name, stage in stages().items():
-        deps = [str(d) for d in stage["deps"]]
-        if expand(CORE) <= closure({script_of(stage)}):
-            assert CORE in deps, f"stage '{name}' imports all of {CORE}/: list the directory"
-        else:
-            assert CORE not in deps
+    listed = CORE in [str(d) for d in stage["deps"]]
+    beyond = expand(CORE) - closure({script_of(stage)})
+    if listed:
+        assert not beyond, (f"stage '{name}' depends on {CORE}/ but does not import {sorted(beyond)}: move "
+                            "them out of seba/core, or list the stage's core modules one by one")
+    else:
+        assert beyond, f"stage '{name}' imports all of {CORE}/: list the directory"
 
 
 def test_no_seba_import_inside_a_function():
