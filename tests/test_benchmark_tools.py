@@ -346,6 +346,27 @@ def test_knn_features_one_nn_and_its_three_treatments():
     np.testing.assert_allclose(np.linalg.norm(treated["raw, cosine"], axis=1), 1.0, rtol=1e-5)
 
 
+def test_sparse_views_counts_groups_and_matches_enumeration_and_draws():
+    import itertools
+
+    import numpy as np
+
+    module = load("sparse_views")
+    # four original columns; the last is a one-hot block of two encoded columns (one group)
+    X = np.array([[1, 0, 0, 0, 0], [0, 0, 2, 0, 1], [0, 0, 0, 0, 0], [np.nan, 3, 0, 1, 0]], dtype=np.float32)
+    nonzero = module.nonzero_groups(X, np.array([0, 1, 2, 3, 3]))
+    assert nonzero.tolist() == [[True, False, False, False], [False, False, True, True],
+                                [False, False, False, False], [False, True, False, True]]
+    counts = nonzero.sum(axis=1)
+    for k in (1, 2, 3):  # against every k-subset of the four columns
+        subsets = list(itertools.combinations(range(4), k))
+        enumerated = np.mean([[not nonzero[row, list(s)].any() for s in subsets] for row in range(4)])
+        assert module.empty_share_exact(counts, 4, k) == pytest.approx(enumerated)
+        drawn, spread = module.empty_share_drawn(nonzero, k, draws=4000)
+        assert abs(drawn - enumerated) < 5 * spread + 1e-9
+    assert module.empty_share_exact(counts, 4, 4) == pytest.approx(0.25)  # the empty row only
+
+
 def test_knn_features_standardised_equals_the_knn_baseline_with_ties():
     """Rows repeated under different labels put support rows at equal distances: the benchmark's
     standardised 1-NN must pick among them as the `knn` baseline does (its figures are the
