@@ -2,7 +2,7 @@
 the test suite).
 
 Usage (repository root): python benchmarks/sparse_views.py [--dataset cnae9]
-                        [--ratios 0.1,0.2,0.3,0.4,0.5] [--draws 200] [--out FILE]
+                        [--ratios 0.1,0.2,0.3,0.4,0.5] [--draws 2000] [--out FILE]
 
 On a table whose rows are mostly zeros (cnae-9: word counts), a target view of r * G random
 original columns can hold none of a row's non-zero columns; the row's target view is then all
