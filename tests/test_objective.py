@@ -12,6 +12,7 @@ from seba.objective import (
     info_nce,
     masked_group_count,
     sample_group_mask,
+    stacked_feature_view,
     target_neighbours,
 )
 
@@ -53,6 +54,23 @@ def test_feature_view_zero_and_marginal():
     marginal = feature_view(x, mask, "marginal", perm)
     assert torch.equal(marginal[:, [0, 2]], x[perm][:, [0, 2]])
     assert torch.equal(marginal[:, [1, 3]], x[:, [1, 3]])
+
+
+def test_stacked_feature_view_is_each_members_feature_view():
+    # two members, each with its own mask and its own row permutation
+    x = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4) + 1
+    masks = torch.tensor([[True, False, True, False], [False, True, False, False]])
+    perms = torch.tensor([[2, 0, 1], [1, 2, 0]])
+    zero = stacked_feature_view(x, masks, "zero")
+    marginal = stacked_feature_view(x, masks, "marginal", perms)
+    for s in range(2):
+        assert torch.equal(zero[s], feature_view(x[s], masks[s], "zero"))
+        assert torch.equal(marginal[s], feature_view(x[s], masks[s], "marginal", perms[s]))
+    assert not torch.equal(marginal[1], feature_view(x[1], masks[1], "marginal", perms[0]))
+    with pytest.raises(ValueError, match="permutation"):
+        stacked_feature_view(x, masks, "marginal")
+    with pytest.raises(ValueError, match="unknown fill"):
+        stacked_feature_view(x, masks, "mean")
 
 
 def test_target_neighbour_on_hand_made_batch():
