@@ -595,6 +595,13 @@ def trailing_comma(repo: Path) -> dict:
     return {"path": "data/local/mine.csv", "target": "label"}
 
 
+def dated(repo: Path) -> dict:
+    frame = signal_table()
+    frame.insert(0, "when", pd.date_range("2020-01-01", periods=len(frame), freq="D").strftime("%Y-%m-%d"))
+    frame.to_csv(repo / "data" / "local" / "mine.csv", index=False)
+    return {"path": "data/local/mine.csv", "target": "label"}
+
+
 def indexed_parquet(repo: Path) -> dict:
     signal_table().set_index("x2").to_parquet(repo / "data" / "local" / "mine.parquet")
     return {"path": "data/local/mine.parquet", "target": "label"}
@@ -669,6 +676,16 @@ RECOVERABLE_CASES = [
     ("points that may be thousands separators", written(lambda v: f"{int(abs(v) * 3000):,}".replace(",", "."), ("x4",)),
      ["WARNING column 'x4': every '.' in it is followed by three digits, as a thousands separator would be (e.g. '",
       "set thousands: '.' and decimal: ',' in 'sources.mine'"], ("x4", {"kind": "numeric", "missing": 0})),
+    ("percentages", written(lambda v: f"{v * 10:.2f}%"),
+     ["column 'x1': numbers written with '%' (e.g. '", "read as the numbers without it", "0 column(s) lost information"],
+     ("x1", {"kind": "numeric", "missing": 0, "unit": "%"})),
+    ("a currency sign and thousands separators, read with the option",
+     written(lambda v: f"-${abs(v) * 1000:,.2f}" if v < 0 else f"${v * 1000:,.2f}", thousands=","),
+     ["column 'x1': numbers written with '$' (e.g. '", "0 column(s) lost information"],
+     ("x1", {"kind": "numeric", "missing": 0, "unit": "$"})),
+    ("a currency sign after the numbers", written(lambda v: f"{v:.3f} €", ("x1", "x2")),
+     ["column 'x2': numbers written with '€' (e.g. '", "4 numeric, 0 categorical"],
+     ("x2", {"kind": "numeric", "missing": 0, "unit": "€"})),
     ("a parquet file with inf and -inf", parquet_with_inf, ["2 infinite value(s) read as missing (rows 7, 300)"],
      ("x1", {"kind": "numeric", "read_as": "numbers", "missing": 2})),
     ("a symlink that stays inside the repository", symlink_inside, ["768 rows x 4 features from local"],
@@ -707,6 +724,10 @@ RESHAPING_CASES = [
     ("feature columns called 'class' and 'class_feature'", class_columns,
      ["feature column 'class' renamed to 'class_feature_2'", "6 numeric"],
      ("class_feature_2", {"kind": "numeric", "missing": 0})),
+    ("dates", dated,
+     ["column 'when' holds dates (e.g. '2020-01-01'), read as categorical text: dates are not converted",
+      "WARNING column 'when' has 768 levels > max_categories 50"],
+     ("when", {"kind": "categorical", "folded_into_other": {"levels": 719, "rows": 719}})),
     ("levels spelled two ways", written(lambda v: "Yes" if v > 0.5 else "yes" if v > 0 else "no", ("x4",)),
      ["column 'x4': levels that are the same word in other cases ('Yes' x", "stay different levels"],
      ("x4", {"kind": "categorical", "levels": ["Yes", "no", "yes"]})),
@@ -799,6 +820,9 @@ UNRECOVERABLE_CASES = [
     ("thousands separators without the option", written(lambda v: f"{v * 1000:,.1f}"),
      ["column 'x1' holds numbers written like '-2,325.0'", "set thousands: ',' in 'sources.mine' to read them",
       "list 'x1' in 'sources.mine.categorical'"]),
+    ("a currency sign and thousands separators without the option", written(lambda v: f"${v * 1000:,.1f}"),
+     ["column 'x1' holds numbers written like '-2,325.0' (with '$', which is read)",
+      "set thousands: ',' in 'sources.mine' to read them"]),
     ("decimal commas without the option", written(lambda v: f"{v:.3f}".replace(".", ","), ("x1", "x2", "x3", "x4")),
      ["column 'x1' holds numbers written like '", "set decimal: ',' in 'sources.mine' to read them"]),
     ("duplicate column names in a csv", duplicate_csv,
@@ -1394,3 +1418,27 @@ def test_a_parquet_column_with_a_blank_name_is_named_as_a_csv_would_name_it(repo
     frame.to_parquet(repo / "data" / "local" / "blank.parquet")
     read = _read_local(repo / "data" / "local" / "blank.parquet", "dataset 'blank'")
     assert list(read.columns) == ["x", "Unnamed: 1", "label"]
+
+
+def test_a_unit_is_taken_off_numbers_only_where_one_unit_makes_the_column_numeric(repo):
+    """Mixed units stay text; a unit in a few cells of a numeric column is not taken off (those
+    cells are non-numbers, with their warning); a column named in `numeric` loses its unit."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=200).round(2)
+    frame = pd.DataFrame({
+        "mixed": [f"{v}%" if i % 2 else f"${v}" for i, v in enumerate(values)],
+        "stray": [f"{v}%" if i < 3 else str(v) for i, v in enumerate(values)],
+        "coded": [f"{v}%" if i % 4 else "none" for i, v in enumerate(values)],
+        "x": values, "label": rng.choice(["p", "q"], size=200)})
+    frame.to_csv(repo / "data" / "local" / "units.csv", index=False)
+    source = SourceConfig(path="data/local/units.csv", target="label", numeric=["coded"])
+    read, info = load_local_table("units", source, repo)
+    records = {r["column"]: r for r in info["columns"]}
+    assert records["mixed"]["kind"] == "categorical" and "unit" not in records["mixed"]
+    assert records["stray"]["kind"] == "numeric" and "unit" not in records["stray"]
+    assert read["stray"].isna().sum() == 3 and "3 non-numeric cell(s) read as missing" in records["stray"]["warnings"][0]
+    assert records["coded"]["unit"] == "%" and read["coded"].isna().sum() == 50
+    np.testing.assert_array_equal(read["coded"].dropna().to_numpy(), values[np.arange(200) % 4 != 0])

@@ -272,6 +272,11 @@ _INFINITY = r"[+-]?(?:inf|infinity)"
 # (thousands, decimal) conventions tried on a text column that is not numeric as configured
 _CONVENTIONS = ((None, "."), (",", "."), (None, ","), (".", ","), (" ", ","), (" ", "."), ("'", "."))
 _SHOWN = 5  # tokens / rows quoted in one message
+# the unit a text column's numbers may be written with: a percent sign after them, or a currency sign
+# before or after them ('12.5%', '$1,200', '-$5', '5 €'); the numbers are read without it
+_UNITS = ("%", "$", "€", "£", "¥", "₹")
+# dates as spreadsheets and databases write them: ISO (optionally with a time), or day / month / year
+_DATE = r"\d{4}-\d{1,2}-\d{1,2}(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?|\d{1,2}[/-]\d{1,2}[/-]\d{2,4}"
 
 
 # a space as thousands separator: also the no-break spaces that spreadsheets write between digit groups
@@ -460,6 +465,21 @@ def _numeric_cells(text: pd.Series, thousands, decimal) -> float:
     return float(parse_numbers(text[present], thousands, decimal).notna().mean()) if present.any() else 0.0
 
 
+def _without_unit(text: pd.Series) -> tuple[pd.Series, str | None]:
+    """``text`` without the one unit its cells are written with, and that unit: a '%' after a
+    number ('12.5%', '12.5 %'), or a currency sign of ``_UNITS`` before or after one ('$1,200',
+    '-$5', '$-5', '5 €'); (``text``, None) when no cell has one, or the cells have several."""
+    written = text.dropna()
+    found = [unit for unit in _UNITS if written.str.contains(unit, regex=False).any()]
+    if len(found) != 1:
+        return text, None
+    unit, space = re.escape(found[0]), f"[{_SPACES}]*"
+    bare = text.str.replace(rf"{space}{unit}$", "", regex=True)
+    if found[0] != "%":
+        bare = bare.str.replace(rf"^([+-]?){space}{unit}{space}", r"\1", regex=True)
+    return bare, found[0]
+
+
 def _infer_column(column: str, series: pd.Series, source, key: str, where: str) -> tuple[dict, pd.Series | None]:
     """One feature column of a local table: its record (what was inferred, converted, dropped and
     why, with the messages to log) and its values (float64 or category), None when dropped."""
@@ -494,10 +514,23 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             values = parse_numbers(text, source.thousands, source.decimal)
             present = text.notna()
             share = float(values[present].notna().mean()) if present.any() else 0.0
+            numbers, unit = text, None  # the cells the numbers are read from, and the unit taken off them
+            if share < NUMERIC_SHARE and present.any():
+                bare, unit = _without_unit(text)
+                if unit:
+                    numbers, bare_values = bare, parse_numbers(bare, source.thousands, source.decimal)
+                    if bare_values[present].notna().mean() > share:
+                        values, share = bare_values, float(bare_values[present].notna().mean())
             if kind is None:
                 kind = "numeric" if present.any() and share >= NUMERIC_SHARE else "categorical"
             if kind == "numeric":
-                grouped = _grouped_like(text, source.decimal) if source.thousands is None else None
+                with_unit = (present & values.notna() & (numbers != text)).fillna(False).astype(bool)
+                if with_unit.any():
+                    first = with_unit.idxmax()
+                    record["unit"] = unit
+                    record["notices"].append(f"column '{column}': numbers written with '{unit}' (e.g. "
+                                             f"'{text[first]}'), read as the numbers without it ({values[first]:g})")
+                grouped = _grouped_like(numbers, source.decimal) if source.thousands is None else None
                 if grouped:
                     record["warnings"].append(
                         f"column '{column}': every '{source.decimal}' in it is followed by three digits, as a "
@@ -516,7 +549,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             else:
                 record["number_share"] = round(share, 4)
                 if forced is None and present.any():
-                    _refuse_foreign_numbers(column, text, source, key, where)
+                    _refuse_foreign_numbers(column, numbers, source, key, where, unit)
                     if share >= 0.5:
                         others = text[present & values.isna()].value_counts().to_dict()
                         record["warnings"].append(
@@ -525,6 +558,13 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                             f"numbers (the rest become missing)")
         if kind == "categorical":
             values = text
+            written = text.dropna()
+            if forced is None and read_as == "text" and len(written) and \
+                    written.str.fullmatch(_DATE).mean() >= NUMERIC_SHARE:
+                record["notices"].append(
+                    f"column '{column}' holds dates (e.g. '{written.iloc[0]}'), read as categorical text: dates are "
+                    f"not converted; to use them as numbers, write them as numbers in the file (e.g. days since "
+                    f"a fixed day)")
     record["kind"] = kind
     if kind == "numeric":
         values = _finite_numbers(column, values, record)
@@ -595,9 +635,11 @@ def _grouped_like(text: pd.Series, mark: str) -> str | None:
     return str(marked.iloc[0])
 
 
-def _refuse_foreign_numbers(column: str, text: pd.Series, source, key: str, where: str) -> None:
+def _refuse_foreign_numbers(column: str, text: pd.Series, source, key: str, where: str,
+                            unit: str | None = None) -> None:
     """A text column that is numbers written with a thousands separator or a decimal comma (which
-    the source's settings do not read) is an error naming the setting that reads it."""
+    the source's settings do not read) is an error naming the setting that reads it (``text``: its
+    cells without the ``unit`` they are written with, if any)."""
     written = text.dropna()
     if written.str.contains(r"\d", regex=True).mean() < NUMERIC_SHARE:
         return  # not numbers in any convention (the common case: names, codes with letters)
@@ -620,7 +662,8 @@ def _refuse_foreign_numbers(column: str, text: pd.Series, source, key: str, wher
     ambiguous = [t for t, d in fits if t and (None, t) in fits and _grouped_like(text, t)]
     note = (f" (every '{ambiguous[0]}' in it is followed by three digits: a thousands separator, most likely; as a "
             f"decimal mark, '{example}' would read as a number a thousand times smaller)" if ambiguous else "")
-    raise DataError(f"{where}: column '{column}' holds numbers written like '{example}', which are not numbers "
+    example = f"'{example}'" + (f" (with '{unit}', which is read)" if unit else "")
+    raise DataError(f"{where}: column '{column}' holds numbers written like {example}, which are not numbers "
                     f"with {current} and decimal mark '{source.decimal}'; set {options} in '{key}' to read "
                     f"them as numbers{note}, or list '{column}' in '{key}.categorical' to keep them as text")
 
@@ -988,7 +1031,7 @@ def schema_report(name: str, frame: pd.DataFrame, table: EncodedTable, notes: di
     columns, warnings = [], []
     for record in records:
         column = record.get("renamed", record["column"])
-        entry = {"column": column, **{k: record[k] for k in ("read_as", "forced") if record.get(k)}}
+        entry = {"column": column, **{k: record[k] for k in ("read_as", "forced", "unit") if record.get(k)}}
         lines = list(record.get("warnings", []))
         note = notes.get(column, {})
         if column in groups:
