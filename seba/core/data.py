@@ -275,6 +275,8 @@ _SHOWN = 5  # tokens / rows quoted in one message
 # the unit a text column's numbers may be written with: a percent sign after them, or a currency sign
 # before or after them ('12.5%', '$1,200', '-$5', '5 €'); the numbers are read without it
 _UNITS = ("%", "$", "€", "£", "¥", "₹")
+# a number followed by a unit of letters (or symbols) that ``_UNITS`` does not take off: '5 kg', '120ms'
+_NUMBER_AND_WORD = r"[+-]?\d[\d,.' ]*?[ ]*(?P<word>[^\d\s+\-,.'][^\d\s]*)"
 # dates as spreadsheets and databases write them: ISO (optionally with a time), or day / month / year
 _DATE = r"\d{4}-\d{1,2}-\d{1,2}(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?|\d{1,2}[/-]\d{1,2}[/-]\d{2,4}"
 
@@ -480,6 +482,23 @@ def _without_unit(text: pd.Series) -> tuple[pd.Series, str | None]:
     return bare, found[0]
 
 
+def _text_hint(column: str, written: pd.Series) -> str | None:
+    """What a categorical text column may really hold, when nearly all its cells (``NUMERIC_SHARE``)
+    look alike: dates, or numbers followed by one unit that is not read ('5 kg'); None otherwise."""
+    if written.empty:
+        return None
+    if written.str.fullmatch(_DATE).mean() >= NUMERIC_SHARE:
+        return (f"column '{column}' holds dates (e.g. '{written.iloc[0]}'), read as categorical text: dates are not "
+                f"converted; to use them as numbers, write them as numbers in the file (e.g. days since a fixed day)")
+    words = written.str.extract(rf"^{_NUMBER_AND_WORD}$")["word"]
+    common = words.value_counts()
+    if len(common) and common.iloc[0] >= NUMERIC_SHARE * len(written):
+        word = common.index[0]
+        return (f"column '{column}' holds numbers followed by '{word}' (e.g. '{written[words == word].iloc[0]}'), "
+                f"read as categorical text: if '{word}' is a unit, remove it in the file to read them as numbers")
+    return None
+
+
 def _infer_column(column: str, series: pd.Series, source, key: str, where: str) -> tuple[dict, pd.Series | None]:
     """One feature column of a local table: its record (what was inferred, converted, dropped and
     why, with the messages to log) and its values (float64 or category), None when dropped."""
@@ -558,13 +577,10 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                             f"numbers (the rest become missing)")
         if kind == "categorical":
             values = text
-            written = text.dropna()
-            if forced is None and read_as == "text" and len(written) and \
-                    written.str.fullmatch(_DATE).mean() >= NUMERIC_SHARE:
-                record["notices"].append(
-                    f"column '{column}' holds dates (e.g. '{written.iloc[0]}'), read as categorical text: dates are "
-                    f"not converted; to use them as numbers, write them as numbers in the file (e.g. days since "
-                    f"a fixed day)")
+            if forced is None and read_as == "text":
+                hint = _text_hint(column, text.dropna())
+                if hint:
+                    record["notices"].append(hint)
     record["kind"] = kind
     if kind == "numeric":
         values = _finite_numbers(column, values, record)
