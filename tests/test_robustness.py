@@ -607,6 +607,16 @@ def indexed_parquet(repo: Path) -> dict:
     return {"path": "data/local/mine.parquet", "target": "label"}
 
 
+def parquet_times(repo: Path) -> dict:
+    """x1 as timestamps (x1 days after a day), x2 as durations (x2 hours), x3 as timestamps with a time zone."""
+    frame = signal_table()
+    frame["x1"] = pd.Timestamp("2024-03-01") + pd.to_timedelta(frame["x1"], unit="D")
+    frame["x2"] = pd.to_timedelta(frame["x2"], unit="h")
+    frame["x3"] = pd.Timestamp("2024-03-01", tz="Europe/Paris") + pd.to_timedelta(frame["x3"], unit="D")
+    frame.to_parquet(repo / "data" / "local" / "mine.parquet")
+    return {"path": "data/local/mine.parquet", "target": "label"}
+
+
 def class_columns(repo: Path) -> dict:
     frame = signal_table()
     rng = np.random.default_rng(3)
@@ -686,6 +696,10 @@ RECOVERABLE_CASES = [
     ("a currency sign after the numbers", written(lambda v: f"{v:.3f} €", ("x1", "x2")),
      ["column 'x2': numbers written with '€' (e.g. '", "4 numeric, 0 categorical"],
      ("x2", {"kind": "numeric", "missing": 0, "unit": "€"})),
+    ("timestamps and durations in a parquet file", parquet_times,
+     ["column 'x1': datetimes read as numbers, days since the column's earliest, 2024-02-2",
+      "column 'x2': durations read as numbers, seconds (e.g. '", "UTC (e.g. '", "0 column(s) lost information"],
+     ("x1", {"kind": "numeric", "read_as": "datetimes", "missing": 0})),
     ("a parquet file with inf and -inf", parquet_with_inf, ["2 infinite value(s) read as missing (rows 7, 300)"],
      ("x1", {"kind": "numeric", "read_as": "numbers", "missing": 2})),
     ("a symlink that stays inside the repository", symlink_inside, ["768 rows x 4 features from local"],

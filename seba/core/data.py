@@ -499,6 +499,19 @@ def _text_hint(column: str, written: pd.Series) -> str | None:
     return None
 
 
+def _time_as_numbers(series: pd.Series) -> tuple[pd.Series, str]:
+    """A parquet timestamp column as days since its earliest timestamp (in UTC, for one with a
+    time zone), a duration column as seconds (float64, missing where the cell is); and what the
+    numbers count. Counting from the earliest keeps the float32 table's resolution (days since
+    1970 would keep about three minutes)."""
+    if pd.api.types.is_timedelta64_dtype(series):
+        return series / pd.Timedelta(seconds=1), "seconds"
+    zone = " UTC" if getattr(series.dt, "tz", None) is not None else ""
+    if zone:
+        series = series.dt.tz_convert("UTC").dt.tz_localize(None)
+    return (series - series.min()) / pd.Timedelta(days=1), f"days since the column's earliest, {series.min()}{zone}"
+
+
 def _infer_column(column: str, series: pd.Series, source, key: str, where: str) -> tuple[dict, pd.Series | None]:
     """One feature column of a local table: its record (what was inferred, converted, dropped and
     why, with the messages to log) and its values (float64 or category), None when dropped."""
@@ -511,10 +524,21 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
         read_as = "categories"
     elif pd.api.types.is_numeric_dtype(series):
         read_as = "numbers"
+    elif pd.api.types.is_datetime64_any_dtype(series):
+        read_as = "datetimes"
+    elif pd.api.types.is_timedelta64_dtype(series):
+        read_as = "durations"
     else:
         read_as = "text"
     record["read_as"] = read_as
-    if read_as == "numbers" and forced != "categorical":
+    if read_as in ("datetimes", "durations") and forced != "categorical":
+        values, unit = _time_as_numbers(series)
+        kind = "numeric"
+        first = values.first_valid_index()
+        if first is not None:
+            record["notices"].append(f"column '{column}': {read_as} read as numbers, {unit} (e.g. "
+                                     f"'{series[first]}' is {values[first]:g})")
+    elif read_as == "numbers" and forced != "categorical":
         values = series.astype("float64")
         kind = "numeric"
     else:
