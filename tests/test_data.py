@@ -164,6 +164,7 @@ def test_splits_are_stratified_disjoint_and_reproducible(snapshot_dir, dataset):
 @pytest.mark.parametrize("thousands, decimal, cells, expected", [
     (None, ".", ["12", "-0.5", ".5", "3.", "1e-3", "+2E5", "1,234", "12,5", "x"],
      [12, -0.5, 0.5, 3, 0.001, 2e5, None, None, None]),
+    (None, ".", ["\u22125", "\u22120.5e\u22123", "\u2212inf", "5\u2212", "\u2212\u22125"], [-5, -0.0005, -np.inf, None, None]),
     (",", ".", ["1,234,567.5", "1234.5", "0,123", "12,34", "-1,000"], [1234567.5, 1234.5, None, None, -1000]),
     (None, ",", ["12,5", "-0,25", "1.5", "1,2,3"], [12.5, -0.25, None, None]),
     (".", ",", ["1.234,5", "1234,5", "1.234.567"], [1234.5, 1234.5, 1234567]),

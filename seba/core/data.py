@@ -295,7 +295,9 @@ def _separator(thousands: str | None) -> str | None:
 def parse_numbers(text: pd.Series, thousands: str | None = None, decimal: str = ".") -> pd.Series:
     """float64 values of the cells of ``text`` (stripped strings, "string" dtype) written as numbers
     with the given thousands separator (digit groups of three, optional) and decimal mark;
-    ``inf`` / ``infinity`` in any case and sign are infinite; NaN for every other cell."""
+    ``inf`` / ``infinity`` in any case and sign are infinite; NaN for every other cell. The minus
+    sign U+2212, as typeset text writes it ('−5'), is a minus."""
+    text = text.str.replace("\u2212", "-", regex=False)
     separator = _separator(thousands)
     digits = r"\d+" if thousands is None else rf"[1-9]\d{{0,2}}(?:{separator}\d{{3}})+|\d+"
     mark = re.escape(decimal)
