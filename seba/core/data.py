@@ -534,11 +534,11 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
         read_as = "text"
     record["read_as"] = read_as
     if read_as in ("datetimes", "durations") and forced != "categorical":
-        values, unit = _time_as_numbers(series)
+        values, counted = _time_as_numbers(series)
         kind = "numeric"
         first = values.first_valid_index()
         if first is not None:
-            record["notices"].append(f"column '{column}': {read_as} read as numbers, {unit} (e.g. "
+            record["notices"].append(f"column '{column}': {read_as} read as numbers, {counted} (e.g. "
                                      f"'{series[first]}' is {values[first]:g})")
     elif read_as == "numbers" and forced != "categorical":
         values = series.astype("float64")
@@ -564,8 +564,9 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                 bare, unit = _without_unit(text)
                 if unit:
                     numbers, bare_values = bare, parse_numbers(bare, source.thousands, source.decimal)
-                    if bare_values[present].notna().mean() > share:
-                        values, share = bare_values, float(bare_values[present].notna().mean())
+                    bare_share = float(bare_values[present].notna().mean())
+                    if bare_share > share:
+                        values, share = bare_values, bare_share
             if kind is None:
                 kind = "numeric" if present.any() and share >= NUMERIC_SHARE else "categorical"
             if kind == "numeric":
