@@ -595,11 +595,15 @@ def trailing_comma(repo: Path) -> dict:
     return {"path": "data/local/mine.csv", "target": "label"}
 
 
-def dated(repo: Path) -> dict:
-    frame = signal_table()
-    frame.insert(0, "when", pd.date_range("2020-01-01", periods=len(frame), freq="D").strftime("%Y-%m-%d"))
-    frame.to_csv(repo / "data" / "local" / "mine.csv", index=False)
-    return {"path": "data/local/mine.csv", "target": "label"}
+def dated(fmt: str, column: str = "x1"):
+    """The signal table as a CSV with ``column`` written as dates in ``fmt``, (column x 100) days after a day."""
+    def make(repo: Path) -> dict:
+        frame = signal_table()
+        days = pd.to_timedelta((frame[column] * 100).round(), unit="D")
+        frame[column] = (pd.Timestamp("2024-03-01") + days).dt.strftime(fmt)
+        frame.to_csv(repo / "data" / "local" / "mine.csv", index=False)
+        return {"path": "data/local/mine.csv", "target": "label"}
+    return make
 
 
 def indexed_parquet(repo: Path) -> dict:
@@ -696,6 +700,12 @@ RECOVERABLE_CASES = [
     ("a currency sign after the numbers", written(lambda v: f"{v:.3f} €", ("x1", "x2")),
      ["column 'x2': numbers written with '€' (e.g. '", "4 numeric, 0 categorical"],
      ("x2", {"kind": "numeric", "missing": 0, "unit": "€"})),
+    ("ISO dates", dated("%Y-%m-%d"),
+     ["column 'x1': dates read as numbers, days since the column's earliest, 2023-", "0 column(s) lost information"],
+     ("x1", {"kind": "numeric", "read_as": "text", "missing": 0})),
+    ("ISO timestamps with a zone", dated("%Y-%m-%dT%H:%M:%SZ"),
+     ["column 'x1': dates read as numbers, days since the column's earliest, 2023-", " UTC (e.g. '"],
+     ("x1", {"kind": "numeric", "missing": 0})),
     ("timestamps and durations in a parquet file", parquet_times,
      ["column 'x1': datetimes read as numbers, days since the column's earliest, 2024-02-2",
       "column 'x2': durations read as numbers, seconds (e.g. '", "UTC (e.g. '", "0 column(s) lost information"],
@@ -738,10 +748,10 @@ RESHAPING_CASES = [
     ("feature columns called 'class' and 'class_feature'", class_columns,
      ["feature column 'class' renamed to 'class_feature_2'", "6 numeric"],
      ("class_feature_2", {"kind": "numeric", "missing": 0})),
-    ("dates", dated,
-     ["column 'when' holds dates (e.g. '2020-01-01'), read as categorical text: dates are not converted",
-      "WARNING column 'when' has 768 levels > max_categories 50"],
-     ("when", {"kind": "categorical", "folded_into_other": {"levels": 719, "rows": 719}})),
+    ("dates written day and month", dated("%d/%m/%Y", "x4"),
+     ["column 'x4' holds dates written day and month in an order no rule can tell (e.g. '",
+      "write them as YYYY-MM-DD in the file to read them as numbers", "WARNING column 'x4' has "],
+     ("x4", {"kind": "categorical", "read_as": "text"})),
     ("numbers with a unit that is not read", written(lambda v: f"{v:.3f} kg", ("x4",)),
      ["column 'x4' holds numbers followed by 'kg' (e.g. '", "if 'kg' is a unit, remove it in the file"],
      ("x4", {"kind": "categorical"})),

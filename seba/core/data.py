@@ -277,8 +277,10 @@ _SHOWN = 5  # tokens / rows quoted in one message
 _UNITS = ("%", "$", "€", "£", "¥", "₹")
 # a number followed by a unit of letters (or symbols) that ``_UNITS`` does not take off: '5 kg', '120ms'
 _NUMBER_AND_WORD = r"[+-]?\d[\d,.' ]*?[ ]*(?P<word>[^\d\s+\-,.'][^\d\s]*)"
-# dates as spreadsheets and databases write them: ISO (optionally with a time), or day / month / year
-_DATE = r"\d{4}-\d{1,2}-\d{1,2}(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?|\d{1,2}[/-]\d{1,2}[/-]\d{2,4}"
+# ISO 8601 dates, optionally with a time and a zone ('2020-01-31', '2020-01-31T12:00:00Z'): read as numbers
+_ISO_DATE = r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+# dates written day / month / year or month / day / year, which no rule can tell apart: left as text
+_OTHER_DATE = r"\d{1,2}[/-]\d{1,2}[/-]\d{2,4}"
 
 
 # a space as thousands separator: also the no-break spaces that spreadsheets write between digit groups
@@ -486,12 +488,14 @@ def _without_unit(text: pd.Series) -> tuple[pd.Series, str | None]:
 
 def _text_hint(column: str, written: pd.Series) -> str | None:
     """What a categorical text column may really hold, when nearly all its cells (``NUMERIC_SHARE``)
-    look alike: dates, or numbers followed by one unit that is not read ('5 kg'); None otherwise."""
+    look alike: dates that are not ISO's, or numbers followed by one unit that is not read ('5 kg');
+    None otherwise."""
     if written.empty:
         return None
-    if written.str.fullmatch(_DATE).mean() >= NUMERIC_SHARE:
-        return (f"column '{column}' holds dates (e.g. '{written.iloc[0]}'), read as categorical text: dates are not "
-                f"converted; to use them as numbers, write them as numbers in the file (e.g. days since a fixed day)")
+    if written.str.fullmatch(_OTHER_DATE).mean() >= NUMERIC_SHARE:
+        return (f"column '{column}' holds dates written day and month in an order no rule can tell (e.g. "
+                f"'{written.iloc[0]}'), read as categorical text: write them as YYYY-MM-DD in the file to read them "
+                f"as numbers (days)")
     words = written.str.extract(rf"^{_NUMBER_AND_WORD}$")["word"]
     common = words.value_counts()
     if len(common) and common.iloc[0] >= NUMERIC_SHARE * len(written):
@@ -499,6 +503,18 @@ def _text_hint(column: str, written: pd.Series) -> str | None:
         return (f"column '{column}' holds numbers followed by '{word}' (e.g. '{written[words == word].iloc[0]}'), "
                 f"read as categorical text: if '{word}' is a unit, remove it in the file to read them as numbers")
     return None
+
+
+def _iso_dates(text: pd.Series) -> pd.Series | None:
+    """The timestamps of a text column of ISO 8601 dates (``NUMERIC_SHARE`` of its cells; NaT for
+    the others), in UTC where any cell gives a zone; None for a column that is not one."""
+    written = text.dropna()
+    iso = text.str.fullmatch(_ISO_DATE).fillna(False).astype(bool)
+    if written.empty or iso.sum() < NUMERIC_SHARE * len(written):
+        return None
+    cells = text.where(iso).astype(object)
+    zoned = cells.str.contains(r"(?:Z|[+-]\d{2}:?\d{2})$", regex=True).fillna(False).astype(bool).any()
+    return pd.Series(pd.to_datetime(cells, format="ISO8601", utc=zoned, errors="coerce"), index=text.index)
 
 
 def _time_as_numbers(series: pd.Series) -> tuple[pd.Series, str]:
@@ -537,6 +553,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
         values, counted = _time_as_numbers(series)
         kind = "numeric"
         first = values.first_valid_index()
+        record["time_as"] = counted
         if first is not None:
             record["notices"].append(f"column '{column}': {read_as} read as numbers, {counted} (e.g. "
                                      f"'{series[first]}' is {values[first]:g})")
@@ -560,7 +577,15 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             present = text.notna()
             share = float(values[present].notna().mean()) if present.any() else 0.0
             numbers, unit = text, None  # the cells the numbers are read from, and the unit taken off them
-            if share < NUMERIC_SHARE and present.any():
+            dates = _iso_dates(text) if share < NUMERIC_SHARE and present.any() else None
+            if dates is not None:
+                values, counted = _time_as_numbers(dates)
+                share = float(values[present].notna().mean())
+                first = values.first_valid_index()
+                record["time_as"] = counted
+                record["notices"].append(f"column '{column}': dates read as numbers, {counted} (e.g. "
+                                         f"'{text[first]}' is {values[first]:g})")
+            elif share < NUMERIC_SHARE and present.any():
                 bare, unit = _without_unit(text)
                 if unit:
                     numbers, bare_values = bare, parse_numbers(bare, source.thousands, source.decimal)
@@ -1074,7 +1099,7 @@ def schema_report(name: str, frame: pd.DataFrame, table: EncodedTable, notes: di
     columns, warnings = [], []
     for record in records:
         column = record.get("renamed", record["column"])
-        entry = {"column": column, **{k: record[k] for k in ("read_as", "forced", "unit") if record.get(k)}}
+        entry = {"column": column, **{k: record[k] for k in ("read_as", "forced", "unit", "time_as") if record.get(k)}}
         lines = list(record.get("warnings", []))
         note = notes.get(column, {})
         if column in groups:
