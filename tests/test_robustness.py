@@ -1449,7 +1449,8 @@ def test_a_parquet_column_with_a_blank_name_is_named_as_a_csv_would_name_it(repo
 
 def test_a_unit_is_taken_off_numbers_only_where_one_unit_makes_the_column_numeric(repo):
     """Mixed units stay text; a unit in a few cells of a numeric column is not taken off (those
-    cells are non-numbers, with their warning); a column named in `numeric` loses its unit."""
+    cells are non-numbers, with their warning); a column named in `numeric` loses its unit; cells
+    shaped like ISO dates that are none stay text, without a date notice."""
     from seba.core.config import SourceConfig
     from seba.core.data import load_local_table
 
@@ -1459,6 +1460,7 @@ def test_a_unit_is_taken_off_numbers_only_where_one_unit_makes_the_column_numeri
         "mixed": [f"{v}%" if i % 2 else f"${v}" for i, v in enumerate(values)],
         "stray": [f"{v}%" if i < 3 else str(v) for i, v in enumerate(values)],
         "coded": [f"{v}%" if i % 4 else "none" for i, v in enumerate(values)],
+        "not_dates": ["2020-13-45"] * 200,  # shaped like ISO dates, none a real one
         "x": values, "label": rng.choice(["p", "q"], size=200)})
     frame.to_csv(repo / "data" / "local" / "units.csv", index=False)
     source = SourceConfig(path="data/local/units.csv", target="label", numeric=["coded"])
@@ -1468,4 +1470,6 @@ def test_a_unit_is_taken_off_numbers_only_where_one_unit_makes_the_column_numeri
     assert records["stray"]["kind"] == "numeric" and "unit" not in records["stray"]
     assert read["stray"].isna().sum() == 3 and "3 non-numeric cell(s) read as missing" in records["stray"]["warnings"][0]
     assert records["coded"]["unit"] == "%" and read["coded"].isna().sum() == 50
+    assert records["not_dates"]["kind"] == "categorical" and "time_as" not in records["not_dates"]
+    assert not any("read as numbers" in n for n in records["not_dates"]["notices"])
     np.testing.assert_array_equal(read["coded"].dropna().to_numpy(), values[np.arange(200) % 4 != 0])

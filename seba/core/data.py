@@ -530,6 +530,16 @@ def _time_as_numbers(series: pd.Series) -> tuple[pd.Series, str]:
     return (series - series.min()) / pd.Timedelta(days=1), f"days since the column's earliest, {series.min()}{zone}"
 
 
+def _note_time(record: dict, what: str, cells: pd.Series, values: pd.Series, counted: str) -> None:
+    """Record what the numbers of a date, timestamp or duration column count, with a notice that
+    shows one cell and its number."""
+    record["time_as"] = counted
+    first = values.first_valid_index()
+    if first is not None:
+        record["notices"].append(f"column '{record['column']}': {what} read as numbers, {counted} (e.g. "
+                                 f"'{cells[first]}' is {values[first]:g})")
+
+
 def _infer_column(column: str, series: pd.Series, source, key: str, where: str) -> tuple[dict, pd.Series | None]:
     """One feature column of a local table: its record (what was inferred, converted, dropped and
     why, with the messages to log) and its values (float64 or category), None when dropped."""
@@ -552,11 +562,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
     if read_as in ("datetimes", "durations") and forced != "categorical":
         values, counted = _time_as_numbers(series)
         kind = "numeric"
-        first = values.first_valid_index()
-        record["time_as"] = counted
-        if first is not None:
-            record["notices"].append(f"column '{column}': {read_as} read as numbers, {counted} (e.g. "
-                                     f"'{series[first]}' is {values[first]:g})")
+        _note_time(record, read_as, series, values, counted)
     elif read_as == "numbers" and forced != "categorical":
         values = series.astype("float64")
         kind = "numeric"
@@ -576,27 +582,27 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             values = parse_numbers(text, source.thousands, source.decimal)
             present = text.notna()
             share = float(values[present].notna().mean()) if present.any() else 0.0
-            numbers, unit = text, None  # the cells the numbers are read from, and the unit taken off them
-            dates = _iso_dates(text) if share < NUMERIC_SHARE and present.any() else None
-            if dates is not None:
-                values, counted = _time_as_numbers(dates)
-                share = float(values[present].notna().mean())
-                first = values.first_valid_index()
-                record["time_as"] = counted
-                record["notices"].append(f"column '{column}': dates read as numbers, {counted} (e.g. "
-                                         f"'{text[first]}' is {values[first]:g})")
-            elif share < NUMERIC_SHARE and present.any():
-                bare, unit = _without_unit(text)
-                if unit:
-                    numbers, bare_values = bare, parse_numbers(bare, source.thousands, source.decimal)
-                    bare_share = float(bare_values[present].notna().mean())
-                    if bare_share > share:
-                        values, share = bare_values, bare_share
+            # the cells the numbers are read from, the unit taken off them, what a date column's numbers count
+            numbers, unit, counted = text, None, None
+            if share < NUMERIC_SHARE and present.any():
+                dates = _iso_dates(text)
+                if dates is not None:
+                    values, counted = _time_as_numbers(dates)
+                    share = float(values[present].notna().mean())
+                else:
+                    bare, unit = _without_unit(text)
+                    if unit:
+                        numbers, bare_values = bare, parse_numbers(bare, source.thousands, source.decimal)
+                        bare_share = float(bare_values[present].notna().mean())
+                        if bare_share > share:
+                            values, share = bare_values, bare_share
             if kind is None:
                 kind = "numeric" if present.any() and share >= NUMERIC_SHARE else "categorical"
             if kind == "numeric":
+                if counted:
+                    _note_time(record, "dates", text, values, counted)
                 with_unit = (present & values.notna() & (numbers != text)).fillna(False).astype(bool)
-                if with_unit.any():
+                if unit and with_unit.any():
                     first = with_unit.idxmax()
                     record["unit"] = unit
                     record["notices"].append(f"column '{column}': numbers written with '{unit}' (e.g. "
