@@ -195,6 +195,11 @@ PARAMS_CASES = [
      ["'sources.mine.thousands' is ';'", "allowed: ',', '.', ' ', \"'\" or null"]),
     ("unknown decimal mark", add_dataset("mine", {"path": "data/local/good.csv", "target": "label", "decimal": "·"}),
      ["'sources.mine.decimal' is '·'", "allowed: '.', ','"]),
+    ("unknown delimiter", add_dataset("mine", {"path": "data/local/good.csv", "target": "label", "delimiter": ":"}),
+     ["'sources.mine.delimiter' is ':'", "allowed: ',', ';', '\\t', '|' (a tab written \"\\t\" in double quotes)"]),
+    ("delimiter for a parquet file", add_dataset("mine", {"path": "data/local/good.parquet", "target": "label",
+                                                          "delimiter": ";"}),
+     ["'sources.mine.delimiter' applies only to a CSV file, not 'data/local/good.parquet'"]),
     ("thousands separator equal to the decimal mark", add_dataset(
         "mine", {"path": "data/local/good.csv", "target": "label", "thousands": ",", "decimal": ","}),
      ["'sources.mine.thousands' and 'sources.mine.decimal' are both ','"]),
@@ -409,7 +414,17 @@ LOCAL_CASES = [
      ["target column 'label' holds 60 distinct numbers in 60 rows", "a continuous target?"]),
     ("a semicolon-separated file", ("a;b;label\n" + "".join(f"{i % 7};{i % 5};{'xy'[i % 2]}\n" for i in range(30))).encode(),
      {"path": "data/local/bad.csv", "target": "label"},
-     ["target column 'label' not found", "separates its fields with ';'", "save it as comma-separated"]),
+     ["target column 'label' not found", "(the file separates its fields with ';', not ',': set delimiter: ';' in "
+      "'sources.mine')"]),
+    ("a semicolon-separated file with decimal commas",
+     ("a;b;label\n" + "".join(f"{i % 7},5;{i % 5},25;{'xy'[i % 2]}\n" for i in range(30))).encode(),
+     {"path": "data/local/bad.csv", "target": "label", "decimal": ","},
+     ["the data rows have 2 fields more than the header (1 names)",
+      "(the file separates its fields with ';', not ',': set delimiter: ';' in 'sources.mine')"]),
+    ("a comma-separated file read with tabs",
+     ("a,b,label\n" + "".join(f"{i % 7},{i % 5},{'xy'[i % 2]}\n" for i in range(30))).encode(),
+     {"path": "data/local/bad.csv", "target": "label", "delimiter": "\t"},
+     ["target column 'label' not found", "(the file separates its fields with ',', not '\\t': set delimiter: ','"]),
     ("a header without rows", b"a,b,label\n", {"path": "data/local/bad.csv", "target": "label"}, ["no data rows"]),
     ("thousands commas read as decimal commas?",
      pd.DataFrame({"a": ["2,544", "653", "1,083", "17", "3,120"] * 6, "b": [i % 5 for i in range(30)],
@@ -569,7 +584,7 @@ def written(fmt, columns=("x1",), **source):
         frame = signal_table()
         for column in columns:
             frame[column] = [fmt(v) for v in frame[column]]
-        frame.to_csv(repo / "data" / "local" / "mine.csv", index=False)
+        frame.to_csv(repo / "data" / "local" / "mine.csv", index=False, sep=source.get("delimiter", ","))
         return {"path": "data/local/mine.csv", "target": "label", **source}
     return make
 
@@ -670,6 +685,11 @@ RECOVERABLE_CASES = [
     ("decimal commas, read with the option",
      written(lambda v: f"{v:.3f}".replace(".", ","), ("x1", "x2", "x3", "x4"), decimal=","),
      ["4 numeric, 0 categorical, 0 dropped"], ("x1", {"kind": "numeric", "missing": 0})),
+    ("semicolons and decimal commas, read with the options",
+     written(lambda v: f"{v:.3f}".replace(".", ","), ("x1", "x2", "x3", "x4"), delimiter=";", decimal=","),
+     ["4 numeric, 0 categorical, 0 dropped", "0 column(s) lost information"], ("x1", {"kind": "numeric", "missing": 0})),
+    ("tab-separated, read with the option", written(lambda v: f"{v:.3f}", delimiter="\t"),
+     ["4 numeric, 0 categorical, 0 dropped", "0 column(s) lost information"], ("x1", {"kind": "numeric", "missing": 0})),
     ("a pandas index written with the table", with_index,
      ["column 'Unnamed: 0' dropped: a row index written into the file", "'sources.mine.numeric'",
       "1 dropped ('Unnamed: 0' (row index))"], ("Unnamed: 0", {"kind": "dropped", "reason": "row index"})),

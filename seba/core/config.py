@@ -30,6 +30,7 @@ LOCAL_DIR = LOCAL
 LOCAL_SUFFIXES = (".csv", ".parquet")
 THOUSANDS = (",", ".", " ", "'")
 DECIMALS = (".", ",")
+DELIMITERS = (",", ";", "\t", "|")  # field separators of a local CSV
 
 
 def _names(value: Any) -> Any:
@@ -60,6 +61,13 @@ def _decimal(value: str) -> str:
     return value
 
 
+def _delimiter(value: str) -> str:
+    if value not in DELIMITERS:
+        raise fail(f"is {value!r}; allowed: {', '.join(repr(c) for c in DELIMITERS)} (a tab written \"\\t\" "
+                   f"in double quotes)")
+    return value
+
+
 ColumnNames = Annotated[tuple[str, ...], BeforeValidator(_names)]
 
 
@@ -76,6 +84,7 @@ class SourceConfig:
     max_categories: Annotated[Int, rule(lambda v: v >= 2, "must be >= 2")] = 50  # more levels: the most frequent kept
     thousands: Annotated[Str | None, AfterValidator(_thousands)] = None  # separator in numbers as text (none: not read)
     decimal: Annotated[Str, AfterValidator(_decimal)] = "."  # decimal mark in numbers written as text
+    delimiter: Annotated[Str, AfterValidator(_delimiter)] = ","  # field separator of a CSV file
     # this dataset's own values for `pretrain` keys, over the `pretrain` section
     pretrain: dict[str, Any] = field(default_factory=dict)
 
@@ -375,6 +384,8 @@ def _source(name: str, entry: Any) -> SourceConfig:
     if both:
         raise ConfigError(f"params.yaml: '{key}.numeric' and '{key}.categorical' both list {both}; "
                           f"a column has one type")
+    if entry.get("delimiter") is not None and Path(path).suffix.lower() != ".csv":
+        raise ConfigError(f"params.yaml: '{key}.delimiter' applies only to a CSV file, not {path!r}")
     if source.thousands == source.decimal:
         raise ConfigError(f"params.yaml: '{key}.thousands' and '{key}.decimal' are both {source.decimal!r}; "
                           f"they must differ")

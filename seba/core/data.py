@@ -370,20 +370,21 @@ def _check_parquet_schema(path: Path, where: str) -> None:
                         f"field) or remove them")
 
 
-def _read_local(path: Path, where: str) -> pd.DataFrame:
-    """The file as it is: a CSV as text (every cell a string, nothing converted), a parquet file
-    with its own column types."""
+def _read_local(path: Path, where: str, delimiter: str = ",", key: str = "the source") -> pd.DataFrame:
+    """The file as it is: a CSV (fields separated by ``delimiter``) as text (every cell a string,
+    nothing converted), a parquet file with its own column types."""
     suffix = path.suffix.lower()
     try:
         if suffix == ".csv":
-            read = dict(encoding="utf-8", dtype=str, keep_default_na=False, na_filter=False, low_memory=False)
+            read = dict(sep=delimiter, encoding="utf-8", dtype=str, keep_default_na=False, na_filter=False,
+                        low_memory=False)
             frame = pd.read_csv(path, **read)
             if not isinstance(frame.index, pd.RangeIndex):
                 # data rows with one field more than the header: pandas would take the first column
                 # for a row index and shift every name by one column
-                frame = _without_trailing_field(frame, path, read, where)
+                frame = _without_trailing_field(frame, path, read, where, _delimiter_hint(path, delimiter, key))
             with open(path, newline="", encoding="utf-8-sig") as fh:  # the header as written (pandas
-                header = next(csv.reader(fh), None)                   # renames duplicates 'a', 'a.1')
+                header = next(csv.reader(fh, delimiter=delimiter), None)  # renames duplicates 'a', 'a.1')
             if header is not None and len(header) == frame.shape[1]:
                 frame.columns = [h.strip() or f"Unnamed: {i}" for i, h in enumerate(header)]
         else:
@@ -394,7 +395,8 @@ def _read_local(path: Path, where: str) -> pd.DataFrame:
                         f"save the file as UTF-8") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, OSError, csv.Error) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataError(f"{where}: cannot be read as {suffix[1:]}: {first}") from None
+        hint = _delimiter_hint(path, delimiter, key) if suffix == ".csv" else ""
+        raise DataError(f"{where}: cannot be read as {suffix[1:]}: {first}{hint}") from None
     frame.columns = [str(c).strip() or f"Unnamed: {i}" for i, c in enumerate(frame.columns)]  # as a CSV's
     _refuse_duplicates(list(frame.columns), where)
     for column in frame.columns:
@@ -418,7 +420,29 @@ def _first_bad_byte(path: Path) -> str | None:
     return None
 
 
-def _without_trailing_field(frame: pd.DataFrame, path: Path, read: dict, where: str) -> pd.DataFrame:
+def _other_delimiter(path: Path, delimiter: str) -> str | None:
+    """The field separator that a CSV's header line uses when it is not ``delimiter`` (the header
+    is one field under ``delimiter`` and several under the other), or None."""
+    from seba.core.config import DELIMITERS
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            line = fh.readline()
+    except (OSError, UnicodeDecodeError):
+        return None
+    fields = lambda sep: next(csv.reader([line], delimiter=sep), [])
+    if len(fields(delimiter)) > 1:
+        return None
+    return next((sep for sep in DELIMITERS if sep != delimiter and len(fields(sep)) > 1), None)
+
+
+def _delimiter_hint(path: Path, delimiter: str, key: str) -> str:
+    """' (the file separates its fields with ';', not ',': set delimiter: ';' in 'sources.mine')', or ''."""
+    other = _other_delimiter(path, delimiter)
+    return (f" (the file separates its fields with {other!r}, not {delimiter!r}: set delimiter: {other!r} in "
+            f"'{key}')") if other else ""
+
+
+def _without_trailing_field(frame: pd.DataFrame, path: Path, read: dict, where: str, hint: str = "") -> pd.DataFrame:
     """A CSV whose data rows have one field more than its header (read by pandas with the first
     field as a row index): a trailing delimiter on every row (the extra fields all empty) is read
     without it; data in the extra fields is an error, not a silent shift of the names."""
@@ -429,9 +453,10 @@ def _without_trailing_field(frame: pd.DataFrame, path: Path, read: dict, where: 
         raise DataError(f"{where}: the data rows have {'one field' if more == 1 else f'{more} fields'} more than the header "
                         f"({frame.shape[1]} names)" + ("" if more > 1 else f", and the last one holds values "
                                                         f"(data {_rows(filled + 1)})")
-                        + ": a column has no name (a first column of row names, as R's write.table writes "
-                          "them, or a last one); give every column a name in the first line (an unnamed "
-                          "first column is dropped if it is a row index)")
+                        + (hint if hint else
+                           ": a column has no name (a first column of row names, as R's write.table writes "
+                           "them, or a last one); give every column a name in the first line (an unnamed "
+                           "first column is dropped if it is a row index)"))
     log(f"[fetch] {where}: every data row ends in a delimiter after its last field; read without it")
     with warnings.catch_warnings():  # pandas warns that the (empty) last fields are left out
         warnings.simplefilter("ignore", pd.errors.ParserWarning)
@@ -799,14 +824,12 @@ def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]
     path = root / source.path
     if not path.is_file():
         raise DataError(f"{where}: file not found")
-    frame = _read_local(path, where)
+    frame = _read_local(path, where, source.delimiter, key)
     if source.target not in frame.columns:
         close = [c for c in frame.columns if c.lower() == source.target.lower()]
         hint = f" (did you mean '{close[0]}'?)" if close else ""
-        other = [sep for sep in (";", "\t", "|") if frame.shape[1] == 1 and sep in str(frame.columns[0])]
-        if other and path.suffix.lower() == ".csv":
-            hint += (f" (the file separates its fields with {other[0]!r}; only ',' is read: save it as "
-                     f"comma-separated)")
+        if frame.shape[1] == 1 and path.suffix.lower() == ".csv":
+            hint += _delimiter_hint(path, source.delimiter, key)
         raise DataError(f"{where}: target column '{source.target}' not found{hint}; "
                         f"columns: {', '.join(frame.columns[:20])}{' ...' if frame.shape[1] > 20 else ''}")
     if frame.empty:
