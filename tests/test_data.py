@@ -206,6 +206,22 @@ def test_infinite_words_are_infinite():
     assert list(values[:3]) == [np.inf, -np.inf, np.inf] and np.isnan(values[3])
 
 
+@pytest.mark.parametrize("order, cells, expected", [
+    ("dmy", ["31/01/2020", "1/2/2020", "29.02.2024 13:05", "01-03-69", "01-03-68"],
+     ["2020-01-31", "2020-02-01", "2024-02-29 13:05", "1969-03-01", "2068-03-01"]),
+    ("mdy", ["01/31/2020", "1/2/2020", "02.29.2024 13:05", "03-01-69", "03-01-68"],
+     ["2020-01-31", "2020-01-02", "2024-02-29 13:05", "1969-03-01", "2068-03-01"]),
+])
+def test_dates_in_a_given_order_with_two_digit_years_as_percent_y(order, cells, expected):
+    from seba.core.data import _ordered_dates
+    written = pd.Series(cells * 5 + ["30/02/2020" if order == "dmy" else "02/30/2020"], dtype="string")
+    dates = _ordered_dates(written, order)
+    assert list(dates[:5]) == [pd.Timestamp(e) for e in expected]
+    assert pd.isna(dates.iloc[-1])  # a day that does not exist is missing, not moved to March
+    assert _ordered_dates(pd.Series(["2020-01-31", "x"] * 5, dtype="string"), order) is None  # not such a column
+    assert _ordered_dates(pd.Series(["1/2/2020", "1/2-2020"] * 5, dtype="string"), order) is None  # separators mixed
+
+
 def test_encoding_turns_unusable_numbers_into_missing_and_the_report_says_so():
     frame = pd.DataFrame({"a": [1.0, np.inf, 3.0, 1e300], "b": pd.Categorical([None] * 4, categories=[]),
                           "class": pd.Categorical(["x", "y", "x", "y"])})

@@ -197,6 +197,8 @@ PARAMS_CASES = [
      ["'sources.mine.decimal' is '·'", "allowed: '.', ','"]),
     ("unknown delimiter", add_dataset("mine", {"path": "data/local/good.csv", "target": "label", "delimiter": ":"}),
      ["'sources.mine.delimiter' is ':'", "allowed: ',', ';', '\\t', '|' (a tab written \"\\t\" in double quotes)"]),
+    ("unknown date order", add_dataset("mine", {"path": "data/local/good.csv", "target": "label", "date_order": "ymd"}),
+     ["'sources.mine.date_order' is 'ymd'", "allowed: 'dmy' (31/01/2020), 'mdy' (01/31/2020) or null"]),
     ("delimiter for a parquet file", add_dataset("mine", {"path": "data/local/good.parquet", "target": "label",
                                                           "delimiter": ";"}),
      ["'sources.mine.delimiter' applies only to a CSV file, not 'data/local/good.parquet'"]),
@@ -610,15 +612,23 @@ def trailing_comma(repo: Path) -> dict:
     return {"path": "data/local/mine.csv", "target": "label"}
 
 
-def dated(fmt: str, column: str = "x1"):
+def dated(fmt: str, column: str = "x1", **source):
     """The signal table as a CSV with ``column`` written as dates in ``fmt``, (column x 100) days after a day."""
     def make(repo: Path) -> dict:
         frame = signal_table()
         days = pd.to_timedelta((frame[column] * 100).round(), unit="D")
         frame[column] = (pd.Timestamp("2024-03-01") + days).dt.strftime(fmt)
         frame.to_csv(repo / "data" / "local" / "mine.csv", index=False)
-        return {"path": "data/local/mine.csv", "target": "label"}
+        return {"path": "data/local/mine.csv", "target": "label", **source}
     return make
+
+
+def early_days(repo: Path) -> dict:
+    """The signal table with x4 written as dates whose day and month are both at most 12."""
+    frame = signal_table()
+    frame["x4"] = [f"{1 + i % 12:02d}/{1 + i // 12 % 12:02d}/2024" for i in range(len(frame))]
+    frame.to_csv(repo / "data" / "local" / "mine.csv", index=False)
+    return {"path": "data/local/mine.csv", "target": "label"}
 
 
 def indexed_parquet(repo: Path) -> dict:
@@ -726,6 +736,16 @@ RECOVERABLE_CASES = [
     ("ISO timestamps with a zone", dated("%Y-%m-%dT%H:%M:%SZ"),
      ["column 'x1': dates read as numbers, days since the column's earliest, 2023-", " UTC (e.g. '"],
      ("x1", {"kind": "numeric", "missing": 0})),
+    ("dates day first, read with date_order", dated("%d/%m/%Y", date_order="dmy"),
+     ["column 'x1': dates (day first, date_order: dmy) read as numbers, days since the column's earliest, 2023-",
+      "0 column(s) lost information"],
+     ("x1", {"kind": "numeric", "read_as": "text", "missing": 0})),
+    ("dates month first with two-digit years, read with date_order", dated("%m/%d/%y", date_order="mdy"),
+     ["column 'x1': dates (month first, date_order: mdy) read as numbers", "0 column(s) lost information"],
+     ("x1", {"kind": "numeric", "missing": 0})),
+    ("dates with dots and a time, read with date_order", dated("%d.%m.%Y %H:%M", date_order="dmy"),
+     ["column 'x1': dates (day first, date_order: dmy) read as numbers", "0 column(s) lost information"],
+     ("x1", {"kind": "numeric", "missing": 0})),
     ("timestamps and durations in a parquet file", parquet_times,
      ["column 'x1': datetimes read as numbers, days since the column's earliest, 2024-02-2",
       "column 'x2': durations read as numbers, seconds (e.g. '", "UTC (e.g. '", "0 column(s) lost information"],
@@ -769,8 +789,17 @@ RESHAPING_CASES = [
      ["feature column 'class' renamed to 'class_feature_2'", "6 numeric"],
      ("class_feature_2", {"kind": "numeric", "missing": 0})),
     ("dates written day and month", dated("%d/%m/%Y", "x4"),
-     ["column 'x4' holds dates written day and month in an order no rule can tell (e.g. '",
-      "write them as YYYY-MM-DD in the file to read them as numbers", "WARNING column 'x4' has "],
+     ["column 'x4' holds dates written day and month (e.g. '",
+      "read as categorical text: they are day first: set date_order: dmy in 'sources.mine' to read them as numbers",
+      "WARNING column 'x4' has "],
+     ("x4", {"kind": "categorical", "read_as": "text"})),
+    ("dates day first read month first", dated("%d/%m/%Y", "x4", date_order="mdy"),
+     ["they are day first, not as date_order: mdy reads them: set date_order: dmy in 'sources.mine'"],
+     ("x4", {"kind": "categorical", "read_as": "text"})),
+    ("dates whose order no cell tells", early_days,
+     ["column 'x4' holds dates written day and month (e.g. '01/01/2024')",
+      "no cell tells the order (no day above 12): set date_order: dmy (31/01/2020) or mdy (01/31/2020) in "
+      "'sources.mine'"],
      ("x4", {"kind": "categorical", "read_as": "text"})),
     ("numbers with a unit that is not read", written(lambda v: f"{v:.3f} kg", ("x4",)),
      ["column 'x4' holds numbers followed by 'kg' (e.g. '", "if 'kg' is a unit, remove it in the file"],

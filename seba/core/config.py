@@ -31,6 +31,7 @@ LOCAL_SUFFIXES = (".csv", ".parquet")
 THOUSANDS = (",", ".", " ", "'")
 DECIMALS = (".", ",")
 DELIMITERS = (",", ";", "\t", "|")  # field separators of a local CSV
+DATE_ORDERS = ("dmy", "mdy")  # how dates written 31/01/2020 (dmy) or 01/31/2020 (mdy) are read
 
 
 def _names(value: Any) -> Any:
@@ -68,6 +69,13 @@ def _delimiter(value: str) -> str:
     return value
 
 
+def _date_order(value: str | None) -> str | None:
+    if value is not None and value not in DATE_ORDERS:
+        raise fail(f"is {value!r}; allowed: 'dmy' (31/01/2020), 'mdy' (01/31/2020) or null (such dates stay "
+                   f"text)")
+    return value
+
+
 ColumnNames = Annotated[tuple[str, ...], BeforeValidator(_names)]
 
 
@@ -85,6 +93,7 @@ class SourceConfig:
     thousands: Annotated[Str | None, AfterValidator(_thousands)] = None  # separator in numbers as text (none: not read)
     decimal: Annotated[Str, AfterValidator(_decimal)] = "."  # decimal mark in numbers written as text
     delimiter: Annotated[Str, AfterValidator(_delimiter)] = ","  # field separator of a CSV file
+    date_order: Annotated[Str | None, AfterValidator(_date_order)] = None  # dates like 31/01/2020: dmy or mdy
     # this dataset's own values for `pretrain` keys, over the `pretrain` section
     pretrain: dict[str, Any] = field(default_factory=dict)
 

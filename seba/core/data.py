@@ -279,8 +279,10 @@ _UNITS = ("%", "$", "€", "£", "¥", "₹")
 _NUMBER_AND_WORD = r"[+-]?\d[\d,.' ]*?[ ]*(?P<word>[^\d\s+\-,.'][^\d\s]*)"
 # ISO 8601 dates, optionally with a time and a zone ('2020-01-31', '2020-01-31T12:00:00Z'): read as numbers
 _ISO_DATE = r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
-# dates written day / month / year or month / day / year, which no rule can tell apart: left as text
-_OTHER_DATE = r"\d{1,2}[/-]\d{1,2}[/-]\d{2,4}"
+# dates written day / month / year or month / day / year (one separator, '/', '-' or '.'; optionally a
+# time), which no rule can tell apart: read in the source's date_order, else left as text
+_OTHER_DATE = (r"(?P<first>\d{1,2})(?P<sep>[/.-])(?P<second>\d{1,2})(?P=sep)(?P<year>\d{2}|\d{4})"
+               r"(?:[ T](?P<time>\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?))?")
 
 
 # a space as thousands separator: also the no-break spaces that spreadsheets write between digit groups
@@ -511,16 +513,33 @@ def _without_unit(text: pd.Series) -> tuple[pd.Series, str | None]:
     return bare, found[0]
 
 
-def _text_hint(column: str, written: pd.Series) -> str | None:
+def _text_hint(column: str, written: pd.Series, key: str, date_order: str | None = None) -> str | None:
     """What a categorical text column may really hold, when nearly all its cells (``NUMERIC_SHARE``)
     look alike: dates that are not ISO's, or numbers followed by one unit that is not read ('5 kg');
     None otherwise."""
     if written.empty:
         return None
-    if written.str.fullmatch(_OTHER_DATE).mean() >= NUMERIC_SHARE:
-        return (f"column '{column}' holds dates written day and month in an order no rule can tell (e.g. "
-                f"'{written.iloc[0]}'), read as categorical text: write them as YYYY-MM-DD in the file to read them "
-                f"as numbers (days)")
+    parts = written.str.extract(rf"^{_OTHER_DATE}$")
+    if parts["first"].notna().mean() >= NUMERIC_SHARE:
+        first, second = (parts[k].dropna().astype(int) for k in ("first", "second"))
+        example = written.iloc[0]
+        if (first > 12).any() and not (second > 12).any():
+            order = "dmy"
+            example = written[first.index[first > 12][0]]
+        elif (second > 12).any() and not (first > 12).any():
+            order = "mdy"
+            example = written[second.index[second > 12][0]]
+        else:
+            order = None
+        lead = f"column '{column}' holds dates written day and month (e.g. '{example}'), read as categorical text: "
+        if order:
+            wrong = f", not as date_order: {date_order} reads them" if date_order else ""
+            return lead + (f"they are {'day' if order == 'dmy' else 'month'} first{wrong}: set date_order: {order} "
+                           f"in '{key}' to read them as numbers (days)")
+        if (first > 12).any():  # days above 12 in both places: no one order reads them
+            return lead + "they mix both orders: write them as YYYY-MM-DD in the file to read them as numbers (days)"
+        return lead + (f"no cell tells the order (no day above 12): set date_order: dmy (31/01/2020) or mdy "
+                       f"(01/31/2020) in '{key}' to read them as numbers (days)")
     words = written.str.extract(rf"^{_NUMBER_AND_WORD}$")["word"]
     common = words.value_counts()
     if len(common) and common.iloc[0] >= NUMERIC_SHARE * len(written):
@@ -528,6 +547,24 @@ def _text_hint(column: str, written: pd.Series) -> str | None:
         return (f"column '{column}' holds numbers followed by '{word}' (e.g. '{written[words == word].iloc[0]}'), "
                 f"read as categorical text: if '{word}' is a unit, remove it in the file to read them as numbers")
     return None
+
+
+def _ordered_dates(text: pd.Series, order: str) -> pd.Series | None:
+    """The timestamps of a text column of dates written day / month / year (``order`` 'dmy') or
+    month / day / year ('mdy'), ``NUMERIC_SHARE`` of its cells (NaT for the others and for dates
+    that do not exist, 31/02/2020); None for a column that is not one. A two-digit year is read as
+    Python's %y does: 69-99 are 1969-1999, 00-68 are 2000-2068."""
+    written = text.dropna()
+    parts = text.str.extract(rf"^{_OTHER_DATE}$")
+    if written.empty or parts["first"].notna().sum() < NUMERIC_SHARE * len(written):
+        return None
+    day, month = (parts["first"], parts["second"]) if order == "dmy" else (parts["second"], parts["first"])
+    year = parts["year"].astype("Int64")
+    short = parts["year"].str.len() == 2
+    year = year.mask(short & (year >= 69), year + 1900).mask(short & (year < 69), year + 2000)
+    iso = (year.astype("string").str.zfill(4) + "-" + month.str.zfill(2) + "-" + day.str.zfill(2)
+           + (" " + parts["time"].str.zfill(5)).fillna(""))
+    return pd.Series(pd.to_datetime(iso.astype(object), format="ISO8601", errors="coerce"), index=text.index)
 
 
 def _iso_dates(text: pd.Series) -> pd.Series | None:
@@ -610,7 +647,11 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             # the cells the numbers are read from, the unit taken off them, what a date column's numbers count
             numbers, unit, counted = text, None, None
             if share < NUMERIC_SHARE and present.any():
-                dates = _iso_dates(text)
+                dates, what = _iso_dates(text), "dates"
+                if dates is None and source.date_order:
+                    dates = _ordered_dates(text, source.date_order)
+                    leading = "day" if source.date_order == "dmy" else "month"
+                    what = f"dates ({leading} first, date_order: {source.date_order})"
                 if dates is not None:
                     values, counted = _time_as_numbers(dates)
                     share = float(values[present].notna().mean())
@@ -625,7 +666,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                 kind = "numeric" if present.any() and share >= NUMERIC_SHARE else "categorical"
             if kind == "numeric":
                 if counted:
-                    _note_time(record, "dates", text, values, counted)
+                    _note_time(record, what, text, values, counted)
                 with_unit = (present & values.notna() & (numbers != text)).fillna(False).astype(bool)
                 if unit and with_unit.any():
                     first = with_unit.idxmax()
@@ -661,7 +702,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
         if kind == "categorical":
             values = text
             if forced is None and read_as == "text":
-                hint = _text_hint(column, text.dropna())
+                hint = _text_hint(column, text.dropna(), key, source.date_order)
                 if hint:
                     record["notices"].append(hint)
     record["kind"] = kind
