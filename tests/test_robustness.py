@@ -199,6 +199,11 @@ PARAMS_CASES = [
      ["'sources.mine.delimiter' is ':'", "allowed: ',', ';', '\\t', '|' (a tab written \"\\t\" in double quotes)"]),
     ("unknown date order", add_dataset("mine", {"path": "data/local/good.csv", "target": "label", "date_order": "ymd"}),
      ["'sources.mine.date_order' is 'ymd'", "allowed: 'dmy' (31/01/2020), 'mdy' (01/31/2020) or null"]),
+    ("unknown encoding", add_dataset("mine", {"path": "data/local/good.csv", "target": "label", "encoding": "klingon"}),
+     ["'sources.mine.encoding' is 'klingon': not a text encoding Python knows (e.g. 'utf-8', 'cp1252', 'latin-1')"]),
+    ("encoding for a parquet file", add_dataset("mine", {"path": "data/local/good.parquet", "target": "label",
+                                                         "encoding": "cp1252"}),
+     ["'sources.mine.encoding' applies only to a CSV file, not 'data/local/good.parquet'"]),
     ("delimiter for a parquet file", add_dataset("mine", {"path": "data/local/good.parquet", "target": "label",
                                                           "delimiter": ";"}),
      ["'sources.mine.delimiter' applies only to a CSV file, not 'data/local/good.parquet'"]),
@@ -378,7 +383,16 @@ LOCAL_CASES = [
      {"path": "data/local/bad.csv", "target": "label"}, ["target column 'label' has 1 distinct value"]),
     ("non-UTF-8 csv", "a,label\n1,caf\xe9\n2,b\n".encode("latin-1"),
      {"path": "data/local/bad.csv", "target": "label"},
-     ["not UTF-8 text (invalid continuation byte 0xe9 at byte 13, line 2)", "save the file as UTF-8"]),
+     ["not UTF-8 text (invalid continuation byte 0xe9 at byte 13, line 2)",
+      "save the file as UTF-8, or set encoding in 'sources.mine' to the one it is written in (it reads as "
+      "Windows-1252, as Excel writes CSV on Western European Windows, where 0xe9 is 'é': set encoding: cp1252)"]),
+    ("a UTF-16 csv", "a\tb\tlabel\n".join([""] + [f"{i % 7}\t{i % 5}\t{'xy'[i % 2]}\n" for i in range(30)]).encode("utf-16"),
+     {"path": "data/local/bad.csv", "target": "label", "delimiter": "\t"},
+     ["not UTF-8 text (invalid start byte 0xff at byte 0, line 1)",
+      "(it starts with a UTF-16 byte-order mark, as Excel's 'Unicode Text' writes: set encoding: utf-16)"]),
+    ("a Windows-1252 csv read as UTF-16", "a,label\n1,\u20ac\n2,\u2026\n".encode("cp1252"),
+     {"path": "data/local/bad.csv", "target": "label", "encoding": "utf-16"},
+     ["not utf-16 text (", "set encoding in 'sources.mine' to the one it is written in (it reads as Windows-1252"]),
     ("malformed csv", b"a,b,label\n1,2,x\n3,4,5,6,y\n7,8,z\n",
      {"path": "data/local/bad.csv", "target": "label"}, ["cannot be read as csv", "Expected 3 fields"]),
     ("empty csv", b"", {"path": "data/local/bad.csv", "target": "label"}, ["cannot be read as csv"]),
@@ -586,7 +600,8 @@ def written(fmt, columns=("x1",), **source):
         frame = signal_table()
         for column in columns:
             frame[column] = [fmt(v) for v in frame[column]]
-        frame.to_csv(repo / "data" / "local" / "mine.csv", index=False, sep=source.get("delimiter", ","))
+        frame.to_csv(repo / "data" / "local" / "mine.csv", index=False, sep=source.get("delimiter", ","),
+                     encoding=source.get("encoding", "utf-8"))
         return {"path": "data/local/mine.csv", "target": "label", **source}
     return make
 
@@ -698,6 +713,10 @@ RECOVERABLE_CASES = [
     ("semicolons and decimal commas, read with the options",
      written(lambda v: f"{v:.3f}".replace(".", ","), ("x1", "x2", "x3", "x4"), delimiter=";", decimal=","),
      ["4 numeric, 0 categorical, 0 dropped", "0 column(s) lost information"], ("x1", {"kind": "numeric", "missing": 0})),
+    ("a Windows-1252 file with euros, semicolons and decimal commas, read with the options",
+     written(lambda v: f"{v:.3f} €".replace(".", ","), ("x1", "x2", "x3", "x4"), delimiter=";", decimal=",", encoding="cp1252"),
+     ["column 'x1': numbers written with '€' (e.g. '", "4 numeric, 0 categorical, 0 dropped"],
+     ("x1", {"kind": "numeric", "missing": 0, "unit": "€"})),
     ("tab-separated, read with the option", written(lambda v: f"{v:.3f}", delimiter="\t"),
      ["4 numeric, 0 categorical, 0 dropped", "0 column(s) lost information"], ("x1", {"kind": "numeric", "missing": 0})),
     ("a pandas index written with the table", with_index,

@@ -9,6 +9,7 @@ method's module checks them against its own params class (``seba.baselines.base.
 so that validating the rest of the file needs no method code.
 """
 
+import codecs
 import dataclasses
 import difflib
 import math
@@ -69,6 +70,14 @@ def _delimiter(value: str) -> str:
     return value
 
 
+def _encoding(value: str) -> str:
+    try:
+        codecs.lookup(value)
+    except LookupError:
+        raise fail(f"is {value!r}: not a text encoding Python knows (e.g. 'utf-8', 'cp1252', 'latin-1')") from None
+    return value
+
+
 def _date_order(value: str | None) -> str | None:
     if value is not None and value not in DATE_ORDERS:
         raise fail(f"is {value!r}; allowed: 'dmy' (31/01/2020), 'mdy' (01/31/2020) or null (such dates stay "
@@ -94,6 +103,7 @@ class SourceConfig:
     decimal: Annotated[Str, AfterValidator(_decimal)] = "."  # decimal mark in numbers written as text
     delimiter: Annotated[Str, AfterValidator(_delimiter)] = ","  # field separator of a CSV file
     date_order: Annotated[Str | None, AfterValidator(_date_order)] = None  # dates like 31/01/2020: dmy or mdy
+    encoding: Annotated[Str, AfterValidator(_encoding)] = "utf-8"  # text encoding of a CSV file
     # this dataset's own values for `pretrain` keys, over the `pretrain` section
     pretrain: dict[str, Any] = field(default_factory=dict)
 
@@ -393,8 +403,9 @@ def _source(name: str, entry: Any) -> SourceConfig:
     if both:
         raise ConfigError(f"params.yaml: '{key}.numeric' and '{key}.categorical' both list {both}; "
                           f"a column has one type")
-    if entry.get("delimiter") is not None and Path(path).suffix.lower() != ".csv":
-        raise ConfigError(f"params.yaml: '{key}.delimiter' applies only to a CSV file, not {path!r}")
+    for option in ("delimiter", "encoding"):
+        if entry.get(option) is not None and Path(path).suffix.lower() != ".csv":
+            raise ConfigError(f"params.yaml: '{key}.{option}' applies only to a CSV file, not {path!r}")
     if source.thousands == source.decimal:
         raise ConfigError(f"params.yaml: '{key}.thousands' and '{key}.decimal' are both {source.decimal!r}; "
                           f"they must differ")

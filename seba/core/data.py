@@ -9,6 +9,7 @@ them), numeric features as float64, missing values as NaN.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import csv
 import hashlib
@@ -372,32 +373,39 @@ def _check_parquet_schema(path: Path, where: str) -> None:
                         f"field) or remove them")
 
 
-def _read_local(path: Path, where: str, delimiter: str = ",", key: str = "the source") -> pd.DataFrame:
-    """The file as it is: a CSV (fields separated by ``delimiter``) as text (every cell a string,
-    nothing converted), a parquet file with its own column types."""
+def _text_encoding(encoding: str) -> str:
+    """The codec a CSV is opened with: UTF-8 reads a byte-order mark as no character."""
+    return "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
+
+
+def _read_local(path: Path, where: str, key: str = "the source", delimiter: str = ",",
+                encoding: str = "utf-8") -> pd.DataFrame:
+    """The file as it is: a CSV (fields separated by ``delimiter``, text in ``encoding``) as text
+    (every cell a string, nothing converted), a parquet file with its own column types."""
     suffix = path.suffix.lower()
+    opened = _text_encoding(encoding)
     try:
         if suffix == ".csv":
-            read = dict(sep=delimiter, encoding="utf-8", dtype=str, keep_default_na=False, na_filter=False,
+            read = dict(sep=delimiter, encoding=opened, dtype=str, keep_default_na=False, na_filter=False,
                         low_memory=False)
             frame = pd.read_csv(path, **read)
             if not isinstance(frame.index, pd.RangeIndex):
                 # data rows with one field more than the header: pandas would take the first column
                 # for a row index and shift every name by one column
-                frame = _without_trailing_field(frame, path, read, where, _delimiter_hint(path, delimiter, key))
-            with open(path, newline="", encoding="utf-8-sig") as fh:  # the header as written (pandas
+                frame = _without_trailing_field(frame, path, read, where,
+                                                _delimiter_hint(path, delimiter, key, opened))
+            with open(path, newline="", encoding=opened) as fh:  # the header as written (pandas
                 header = next(csv.reader(fh, delimiter=delimiter), None)  # renames duplicates 'a', 'a.1')
             if header is not None and len(header) == frame.shape[1]:
                 frame.columns = [h.strip() or f"Unnamed: {i}" for i, h in enumerate(header)]
         else:
             _check_parquet_schema(path, where)
             frame = _index_as_columns(pd.read_parquet(path), where)
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{where}: not UTF-8 text ({_first_bad_byte(path) or exc.reason}); "
-                        f"save the file as UTF-8") from None
+    except UnicodeError as exc:  # a UnicodeDecodeError; UTF-16 without a byte-order mark raises its base
+        raise DataError(_not_encoded(path, where, key, encoding, exc)) from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, OSError, csv.Error) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        hint = _delimiter_hint(path, delimiter, key) if suffix == ".csv" else ""
+        hint = _delimiter_hint(path, delimiter, key, opened) if suffix == ".csv" else ""
         raise DataError(f"{where}: cannot be read as {suffix[1:]}: {first}{hint}") from None
     frame.columns = [str(c).strip() or f"Unnamed: {i}" for i, c in enumerate(frame.columns)]  # as a CSV's
     _refuse_duplicates(list(frame.columns), where)
@@ -410,26 +418,48 @@ def _read_local(path: Path, where: str, delimiter: str = ",", key: str = "the so
     return frame
 
 
-def _first_bad_byte(path: Path) -> str | None:
-    """Where a file stops being UTF-8: 'invalid start byte 0xe9 at byte 91, line 4' (pandas
-    reports positions within its read buffer, not the file)."""
+def _not_encoded(path: Path, where: str, key: str, encoding: str, exc: UnicodeError) -> str:
+    """The error for a CSV that is not text in ``encoding``: where it stops being so ('invalid start
+    byte 0xe9 at byte 91, line 4'; pandas reports positions within its read buffer, not the
+    file), and the encoding it likely is: UTF-16 for a file starting with its byte-order mark;
+    Windows-1252 (as Excel writes CSV on Western European Windows) for a file that is text in it,
+    with what the byte is there."""
     data = path.read_bytes()
+    where_bad, byte = getattr(exc, "reason", str(exc)), b""
     try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        return f"{exc.reason} 0x{data[exc.start]:02x} at byte {exc.start}, line {line}"
-    return None
+        data.decode(encoding)
+    except UnicodeDecodeError as bad:
+        line = data.count(b"\n", 0, bad.start) + 1
+        where_bad = f"{bad.reason} 0x{data[bad.start]:02x} at byte {bad.start}, line {line}"
+        byte = data[bad.start:bad.start + 1]
+    except UnicodeError as bad:
+        where_bad = str(bad)
+    name = codecs.lookup(encoding).name
+    guess = ""
+    if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) and not name.startswith("utf-16"):
+        guess = " (it starts with a UTF-16 byte-order mark, as Excel's 'Unicode Text' writes: set encoding: utf-16)"
+    elif name != "cp1252":
+        try:
+            data.decode("cp1252")
+            shown = f", where 0x{byte[0]:02x} is {byte.decode('cp1252')!r}" if byte and byte[0] >= 0x80 else ""
+            guess = (f" (it reads as Windows-1252, as Excel writes CSV on Western European Windows{shown}: set "
+                     f"encoding: cp1252)")
+        except UnicodeDecodeError:
+            pass
+    if name == "utf-8":
+        return (f"{where}: not UTF-8 text ({where_bad}); save the file as UTF-8, or set encoding in '{key}' to "
+                f"the one it is written in{guess}")
+    return f"{where}: not {encoding} text ({where_bad}); set encoding in '{key}' to the one it is written in{guess}"
 
 
-def _other_delimiter(path: Path, delimiter: str) -> str | None:
+def _other_delimiter(path: Path, delimiter: str, opened: str = "utf-8-sig") -> str | None:
     """The field separator that a CSV's header line uses when it is not ``delimiter`` (the header
     is one field under ``delimiter`` and several under the other), or None."""
     from seba.core.config import DELIMITERS
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
+        with open(path, newline="", encoding=opened) as fh:
             line = fh.readline()
-    except (OSError, UnicodeDecodeError):
+    except (OSError, UnicodeError):
         return None
     fields = lambda sep: next(csv.reader([line], delimiter=sep), [])
     if len(fields(delimiter)) > 1:
@@ -437,9 +467,9 @@ def _other_delimiter(path: Path, delimiter: str) -> str | None:
     return next((sep for sep in DELIMITERS if sep != delimiter and len(fields(sep)) > 1), None)
 
 
-def _delimiter_hint(path: Path, delimiter: str, key: str) -> str:
+def _delimiter_hint(path: Path, delimiter: str, key: str, opened: str = "utf-8-sig") -> str:
     """' (the file separates its fields with ';', not ',': set delimiter: ';' in 'sources.mine')', or ''."""
-    other = _other_delimiter(path, delimiter)
+    other = _other_delimiter(path, delimiter, opened)
     return (f" (the file separates its fields with {other!r}, not {delimiter!r}: set delimiter: {other!r} in "
             f"'{key}')") if other else ""
 
@@ -865,12 +895,12 @@ def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]
     path = root / source.path
     if not path.is_file():
         raise DataError(f"{where}: file not found")
-    frame = _read_local(path, where, source.delimiter, key)
+    frame = _read_local(path, where, key, source.delimiter, source.encoding)
     if source.target not in frame.columns:
         close = [c for c in frame.columns if c.lower() == source.target.lower()]
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         if frame.shape[1] == 1 and path.suffix.lower() == ".csv":
-            hint += _delimiter_hint(path, source.delimiter, key)
+            hint += _delimiter_hint(path, source.delimiter, key, _text_encoding(source.encoding))
         raise DataError(f"{where}: target column '{source.target}' not found{hint}; "
                         f"columns: {', '.join(frame.columns[:20])}{' ...' if frame.shape[1] > 20 else ''}")
     if frame.empty:
