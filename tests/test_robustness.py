@@ -7,13 +7,16 @@ a user table), with earlier outputs in place.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import json
 import re
 import runpy
 import shutil
 import socket
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -179,7 +182,8 @@ PARAMS_CASES = [
     ("local table without target", add_dataset("mine", {"path": "data/local/good.csv"}),
      ["'sources.mine.target' is missing"]),
     ("local table of unknown format", add_dataset("mine", {"path": "data/local/good.xlsx", "target": "label"}),
-     ["'sources.mine.path' must end in .csv or .parquet"]),
+     ["'sources.mine.path' must end in .csv, .csv.gz, .csv.bz2, .csv.xz, .csv.zip or .parquet, got "
+      "'data/local/good.xlsx'"]),
     ("unknown baseline method", set_key("baselines.methods", ["knn", "knnn"]),
      ["'baselines.methods' has unknown method 'knnn'", "allowed: catboost, d2r2, knn, logreg, meanteacher"]),
     ("unknown baseline hyper-parameter", set_key("baselines.knn", {"neighbours": 3}),
@@ -471,6 +475,34 @@ def assert_named_and_untouched(repo: Path, source: dict, fragments: list[str], m
     assert prior_outputs(repo) == before
 
 
+def zipped(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+_SMALL_CSV = ("a,b,label\n" + "".join(f"{i % 7},{i % 5},{'xy'[i % 2]}\n" for i in range(30))).encode()
+# (case id, file name, its bytes, fragments of the error)
+COMPRESSED_CASES = [
+    ("a zip archive of two files", "bad.csv.zip", zipped({"a.csv": _SMALL_CSV, "b.csv": _SMALL_CSV}),
+     ["dataset 'mine' (data/local/bad.csv.zip): the archive holds 2 files (a.csv, b.csv); a .csv.zip holds one CSV"]),
+    ("a file named .gz that is not gzip", "bad.csv.gz", _SMALL_CSV,
+     ["dataset 'mine' (data/local/bad.csv.gz): cannot be read as csv: Not a gzipped file"]),
+    ("a gzip file cut short", "bad.csv.gz", gzip.compress(_SMALL_CSV)[:40],
+     ["cannot be read as csv: Compressed file ended before the end-of-stream marker was reached"]),
+    ("a zip archive that is not one", "bad.csv.zip", _SMALL_CSV, ["cannot be read as csv: File is not a zip file"]),
+]
+
+
+@pytest.mark.parametrize("case, name, content, fragments", COMPRESSED_CASES, ids=[c[0] for c in COMPRESSED_CASES])
+def test_a_compressed_csv_that_cannot_be_read_is_a_named_error(repo, monkeypatch, capsys, case, name, content,
+                                                               fragments):
+    write_local(repo, name, content)
+    assert_named_and_untouched(repo, {"path": f"data/local/{name}", "target": "label"}, fragments, monkeypatch, capsys)
+
+
 @pytest.mark.parametrize("case, content, source, fragments", LOCAL_CASES, ids=[c[0] for c in LOCAL_CASES])
 def test_bad_local_tables_are_named_and_touch_nothing(repo, monkeypatch, capsys, case, content, source, fragments):
     if content is not None:
@@ -621,6 +653,21 @@ def with_row_id(step: int = 1):
     return make
 
 
+def compressed(ending: str):
+    """The signal table as a CSV compressed as its name's ending says (pandas infers it)."""
+    def make(repo: Path) -> dict:
+        signal_table().to_csv(repo / "data" / "local" / f"mine{ending}", index=False)
+        return {"path": f"data/local/mine{ending}", "target": "label"}
+    return make
+
+
+def macos_zip(repo: Path) -> dict:
+    """The signal table in a zip archive with the resource-fork entry that macOS's Compress adds."""
+    data = zipped({"mine.csv": signal_table().to_csv(index=False).encode(), "__MACOSX/._mine.csv": b"\x00\x05\x16\x07"})
+    (repo / "data" / "local" / "mine.csv.zip").write_bytes(data)
+    return {"path": "data/local/mine.csv.zip", "target": "label"}
+
+
 def trailing_comma(repo: Path) -> dict:
     text = signal_table().to_csv(index=False).splitlines()
     (repo / "data" / "local" / "mine.csv").write_text("\n".join([text[0]] + [line + "," for line in text[1:]]) + "\n")
@@ -719,6 +766,12 @@ RECOVERABLE_CASES = [
      ("x1", {"kind": "numeric", "missing": 0, "unit": "€"})),
     ("tab-separated, read with the option", written(lambda v: f"{v:.3f}", delimiter="\t"),
      ["4 numeric, 0 categorical, 0 dropped", "0 column(s) lost information"], ("x1", {"kind": "numeric", "missing": 0})),
+    ("a gzip-compressed CSV", compressed(".csv.gz"), ["768 rows x 4 features from local", "0 column(s) lost information"],
+     ("x1", {"kind": "numeric", "missing": 0})),
+    ("an xz-compressed CSV", compressed(".csv.xz"), ["768 rows x 4 features from local"],
+     ("x1", {"kind": "numeric", "missing": 0})),
+    ("a zip archive made on macOS", macos_zip, ["768 rows x 4 features from local"],
+     ("x1", {"kind": "numeric", "missing": 0})),
     ("a pandas index written with the table", with_index,
      ["column 'Unnamed: 0' dropped: a row index written into the file", "'sources.mine.numeric'",
       "1 dropped ('Unnamed: 0' (row index))"], ("Unnamed: 0", {"kind": "dropped", "reason": "row index"})),

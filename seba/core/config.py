@@ -28,7 +28,13 @@ from seba.core.schema import (Bool, Float, Int, Ints, IntsOrNone, Numbers, PairB
                               choice, fail, mapping_or_empty, rule, section, unknown_key)
 
 LOCAL_DIR = LOCAL
-LOCAL_SUFFIXES = (".csv", ".parquet")
+CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zip")  # a CSV, or one compressed
+LOCAL_SUFFIXES = (*CSV_SUFFIXES, ".parquet")
+
+
+def is_csv(path: str | Path) -> bool:
+    """Whether a local table's path names a CSV file (compressed or not)."""
+    return str(path).lower().endswith(CSV_SUFFIXES)
 THOUSANDS = (",", ".", " ", "'")
 DECIMALS = (".", ",")
 DELIMITERS = (",", ";", "\t", "|")  # field separators of a local CSV
@@ -395,8 +401,9 @@ def _source(name: str, entry: Any) -> SourceConfig:
     if Path(path).is_absolute() or ".." in parts or Path(*parts[:2]).as_posix() != LOCAL_DIR or len(parts) < 3:
         raise ConfigError(f"params.yaml: '{key}.path' must be a file under {LOCAL_DIR}/ (relative to the "
                           f"repository root, so DVC tracks it), got {path!r}")
-    if Path(path).suffix.lower() not in LOCAL_SUFFIXES:
-        raise ConfigError(f"params.yaml: '{key}.path' must end in {' or '.join(LOCAL_SUFFIXES)}, got {path!r}")
+    if not path.lower().endswith(LOCAL_SUFFIXES):
+        raise ConfigError(f"params.yaml: '{key}.path' must end in {', '.join(LOCAL_SUFFIXES[:-1])} or "
+                          f"{LOCAL_SUFFIXES[-1]}, got {path!r}")
     if source.target is None:
         raise ConfigError(f"params.yaml: '{key}.target' is missing: name the label column of {path}")
     both = [c for c in source.numeric if c in source.categorical]
@@ -404,7 +411,7 @@ def _source(name: str, entry: Any) -> SourceConfig:
         raise ConfigError(f"params.yaml: '{key}.numeric' and '{key}.categorical' both list {both}; "
                           f"a column has one type")
     for option in ("delimiter", "encoding"):
-        if entry.get(option) is not None and Path(path).suffix.lower() != ".csv":
+        if entry.get(option) is not None and not is_csv(path):
             raise ConfigError(f"params.yaml: '{key}.{option}' applies only to a CSV file, not {path!r}")
     if source.thousands == source.decimal:
         raise ConfigError(f"params.yaml: '{key}.thousands' and '{key}.decimal' are both {source.decimal!r}; "

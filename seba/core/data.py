@@ -9,11 +9,15 @@ them), numeric features as float64, missing values as NaN.
 
 from __future__ import annotations
 
+import bz2
 import codecs
 import contextlib
 import csv
+import gzip
 import hashlib
+import io
 import json
+import lzma
 import math
 import os
 import pickle
@@ -373,6 +377,38 @@ def _check_parquet_schema(path: Path, where: str) -> None:
                         f"field) or remove them")
 
 
+def _csv_stream(path: Path, where: str = ""):
+    """A binary stream of a CSV's bytes, decompressed by the name's ending (``.csv.gz``, ``.bz2``,
+    ``.xz``, ``.zip``: the archive's one file; the ``__MACOSX/`` entries that macOS adds are not
+    counted)."""
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        return gzip.open(path, "rb")
+    if name.endswith(".bz2"):
+        return bz2.open(path, "rb")
+    if name.endswith(".xz"):
+        return lzma.open(path, "rb")
+    if name.endswith(".zip"):
+        archive = zipfile.ZipFile(path)
+        files = [n for n in archive.namelist() if not n.endswith("/") and not n.startswith("__MACOSX/")]
+        if len(files) != 1:
+            archive.close()
+            raise DataError(f"{where}: the archive holds {len(files)} files ({', '.join(files[:5]) or 'none'}); "
+                            f"a .csv.zip holds one CSV file")
+        return archive.open(files[0])
+    return open(path, "rb")
+
+
+def _csv_bytes(path: Path) -> bytes:
+    with _csv_stream(path) as fh:
+        return fh.read()
+
+
+def _read_csv(path: Path, where: str, **read) -> pd.DataFrame:
+    with _csv_stream(path, where) as fh:
+        return pd.read_csv(fh, **read)
+
+
 def _text_encoding(encoding: str) -> str:
     """The codec a CSV is opened with: UTF-8 reads a byte-order mark as no character."""
     return "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
@@ -382,20 +418,21 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
                 encoding: str = "utf-8") -> pd.DataFrame:
     """The file as it is: a CSV (fields separated by ``delimiter``, text in ``encoding``) as text
     (every cell a string, nothing converted), a parquet file with its own column types."""
-    suffix = path.suffix.lower()
+    from seba.core.config import is_csv
+    kind = "csv" if is_csv(path) else "parquet"
     opened = _text_encoding(encoding)
     try:
-        if suffix == ".csv":
+        if kind == "csv":
             read = dict(sep=delimiter, encoding=opened, dtype=str, keep_default_na=False, na_filter=False,
                         low_memory=False)
-            frame = pd.read_csv(path, **read)
+            frame = _read_csv(path, where, **read)
             if not isinstance(frame.index, pd.RangeIndex):
                 # data rows with one field more than the header: pandas would take the first column
                 # for a row index and shift every name by one column
                 frame = _without_trailing_field(frame, path, read, where,
                                                 _delimiter_hint(path, delimiter, key, opened))
-            with open(path, newline="", encoding=opened) as fh:  # the header as written (pandas
-                header = next(csv.reader(fh, delimiter=delimiter), None)  # renames duplicates 'a', 'a.1')
+            with io.TextIOWrapper(_csv_stream(path), encoding=opened, newline="") as fh:  # the header as
+                header = next(csv.reader(fh, delimiter=delimiter), None)  # written (pandas renames 'a', 'a.1')
             if header is not None and len(header) == frame.shape[1]:
                 frame.columns = [h.strip() or f"Unnamed: {i}" for i, h in enumerate(header)]
         else:
@@ -403,10 +440,11 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
             frame = _index_as_columns(pd.read_parquet(path), where)
     except UnicodeError as exc:  # a UnicodeDecodeError; UTF-16 without a byte-order mark raises its base
         raise DataError(_not_encoded(path, where, key, encoding, exc)) from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, OSError, csv.Error) as exc:
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, OSError, EOFError, csv.Error,
+            zipfile.BadZipFile, lzma.LZMAError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        hint = _delimiter_hint(path, delimiter, key, opened) if suffix == ".csv" else ""
-        raise DataError(f"{where}: cannot be read as {suffix[1:]}: {first}{hint}") from None
+        hint = _delimiter_hint(path, delimiter, key, opened) if kind == "csv" else ""
+        raise DataError(f"{where}: cannot be read as {kind}: {first}{hint}") from None
     frame.columns = [str(c).strip() or f"Unnamed: {i}" for i, c in enumerate(frame.columns)]  # as a CSV's
     _refuse_duplicates(list(frame.columns), where)
     for column in frame.columns:
@@ -424,7 +462,7 @@ def _not_encoded(path: Path, where: str, key: str, encoding: str, exc: UnicodeEr
     file), and the encoding it likely is: UTF-16 for a file starting with its byte-order mark;
     Windows-1252 (as Excel writes CSV on Western European Windows) for a file that is text in it,
     with what the byte is there."""
-    data = path.read_bytes()
+    data = _csv_bytes(path)
     where_bad, byte = getattr(exc, "reason", str(exc)), b""
     try:
         data.decode(encoding)
@@ -457,9 +495,9 @@ def _other_delimiter(path: Path, delimiter: str, opened: str = "utf-8-sig") -> s
     is one field under ``delimiter`` and several under the other), or None."""
     from seba.core.config import DELIMITERS
     try:
-        with open(path, newline="", encoding=opened) as fh:
+        with io.TextIOWrapper(_csv_stream(path), encoding=opened, newline="") as fh:
             line = fh.readline()
-    except (OSError, UnicodeError):
+    except (OSError, EOFError, UnicodeError, DataError, zipfile.BadZipFile, lzma.LZMAError):
         return None
     fields = lambda sep: next(csv.reader([line], delimiter=sep), [])
     if len(fields(delimiter)) > 1:
@@ -492,7 +530,7 @@ def _without_trailing_field(frame: pd.DataFrame, path: Path, read: dict, where: 
     log(f"[fetch] {where}: every data row ends in a delimiter after its last field; read without it")
     with warnings.catch_warnings():  # pandas warns that the (empty) last fields are left out
         warnings.simplefilter("ignore", pd.errors.ParserWarning)
-        return pd.read_csv(path, index_col=False, **read)
+        return _read_csv(path, where, index_col=False, **read)
 
 
 def _index_as_columns(frame: pd.DataFrame, where: str) -> pd.DataFrame:
@@ -895,11 +933,12 @@ def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]
     path = root / source.path
     if not path.is_file():
         raise DataError(f"{where}: file not found")
+    from seba.core.config import is_csv
     frame = _read_local(path, where, key, source.delimiter, source.encoding)
     if source.target not in frame.columns:
         close = [c for c in frame.columns if c.lower() == source.target.lower()]
         hint = f" (did you mean '{close[0]}'?)" if close else ""
-        if frame.shape[1] == 1 and path.suffix.lower() == ".csv":
+        if frame.shape[1] == 1 and is_csv(path):
             hint += _delimiter_hint(path, source.delimiter, key, _text_encoding(source.encoding))
         raise DataError(f"{where}: target column '{source.target}' not found{hint}; "
                         f"columns: {', '.join(frame.columns[:20])}{' ...' if frame.shape[1] > 20 else ''}")
