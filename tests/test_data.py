@@ -222,6 +222,15 @@ def test_dates_in_a_given_order_with_two_digit_years_as_percent_y(order, cells, 
     assert _ordered_dates(pd.Series(["1/2/2020", "1/2-2020"] * 5, dtype="string"), order) is None  # separators mixed
 
 
+def test_numbers_in_parentheses_are_negatives_only_beside_numbers_without():
+    from seba.core.data import _parenthesised_negatives
+    text = pd.Series(["(1,234.50)", "12", "($5)", "(12%)", "( 7 )", "(n/a)", "(-3)", None], dtype="string")
+    assert list(_parenthesised_negatives(text).fillna("<NA>")) == [
+        "-1,234.50", "12", "-$5", "-12%", "-7", "(n/a)", "(-3)", "<NA>"]  # a word or a signed number: not accounting
+    assert _parenthesised_negatives(pd.Series(["(1)", "(2)", None], dtype="string")) is None  # enumeration
+    assert _parenthesised_negatives(pd.Series(["1", "2"], dtype="string")) is None
+
+
 def test_encoding_turns_unusable_numbers_into_missing_and_the_report_says_so():
     frame = pd.DataFrame({"a": [1.0, np.inf, 3.0, 1e300], "b": pd.Categorical([None] * 4, categories=[]),
                           "class": pd.Categorical(["x", "y", "x", "y"])})

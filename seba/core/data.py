@@ -581,6 +581,18 @@ def _without_unit(text: pd.Series) -> tuple[pd.Series, str | None]:
     return bare, found[0]
 
 
+def _parenthesised_negatives(text: pd.Series) -> pd.Series | None:
+    """``text`` with the numbers written in parentheses, as accounting writes negatives
+    ('(1,234.50)', '($5)', '(12%)'), written with a minus instead ('-1,234.50', '-$5', '-12%'),
+    when some of its cells are so written and others are not (a column of '(1)', '(2)' only is
+    enumeration, not accounting); None otherwise."""
+    inner = text.str.extract(r"^\((?P<inner>[^()+\-\u2212]*\d[^()+\-\u2212]*)\)$")["inner"]
+    wrapped = inner.notna() & text.notna()
+    if not wrapped.any() or wrapped[text.notna()].all():
+        return None
+    return text.mask(wrapped, "-" + inner.str.strip())
+
+
 def _text_hint(column: str, written: pd.Series, key: str, date_order: str | None = None) -> str | None:
     """What a categorical text column may really hold, when nearly all its cells (``NUMERIC_SHARE``)
     look alike: dates that are not ISO's, or numbers followed by one unit that is not read ('5 kg');
@@ -709,11 +721,13 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                                      f"({_quote(tokens)})")
         kind = forced or (None if read_as == "text" else "categorical")
         if kind != "categorical":
-            values = parse_numbers(text, source.thousands, source.decimal)
+            negated = _parenthesised_negatives(text)  # accounting's '(1,234.50)' as '-1,234.50'
+            cells = text if negated is None else negated
+            values = parse_numbers(cells, source.thousands, source.decimal)
             present = text.notna()
             share = float(values[present].notna().mean()) if present.any() else 0.0
             # the cells the numbers are read from, the unit taken off them, what a date column's numbers count
-            numbers, unit, counted = text, None, None
+            numbers, unit, counted = cells, None, None
             if share < NUMERIC_SHARE and present.any():
                 dates, what = _iso_dates(text), "dates"
                 if dates is None and source.date_order:
@@ -724,7 +738,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                     values, counted = _time_as_numbers(dates)
                     share = float(values[present].notna().mean())
                 else:
-                    bare, unit = _without_unit(text)
+                    bare, unit = _without_unit(cells)
                     if unit:
                         numbers, bare_values = bare, parse_numbers(bare, source.thousands, source.decimal)
                         bare_share = float(bare_values[present].notna().mean())
@@ -735,12 +749,22 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             if kind == "numeric":
                 if counted:
                     _note_time(record, what, text, values, counted)
-                with_unit = (present & values.notna() & (numbers != text)).fillna(False).astype(bool)
-                if unit and with_unit.any():
-                    first = with_unit.idxmax()
-                    record["unit"] = unit
-                    record["notices"].append(f"column '{column}': numbers written with '{unit}' (e.g. "
-                                             f"'{text[first]}'), read as the numbers without it ({values[first]:g})")
+                if unit:
+                    with_unit = (present & values.notna() & text.str.contains(unit, regex=False)).fillna(False)
+                    if with_unit.astype(bool).any():
+                        first = with_unit.astype(bool).idxmax()
+                        record["unit"] = unit
+                        record["notices"].append(f"column '{column}': numbers written with '{unit}' (e.g. "
+                                                 f"'{text[first]}'), read as the numbers without it "
+                                                 f"({values[first]:g})")
+                if negated is not None:
+                    wrapped = (present & values.notna() & (negated != text)).fillna(False).astype(bool)
+                    if wrapped.any():
+                        first = wrapped.idxmax()
+                        record["negatives"] = "parentheses"
+                        record["notices"].append(f"column '{column}': {int(wrapped.sum())} number(s) written in "
+                                                 f"parentheses, as accounting writes negatives (e.g. '{text[first]}'), "
+                                                 f"read as negative ({values[first]:g})")
                 grouped = _grouped_like(numbers, source.decimal) if source.thousands is None else None
                 if grouped:
                     record["warnings"].append(
@@ -1238,7 +1262,8 @@ def schema_report(name: str, frame: pd.DataFrame, table: EncodedTable, notes: di
     columns, warnings = [], []
     for record in records:
         column = record.get("renamed", record["column"])
-        entry = {"column": column, **{k: record[k] for k in ("read_as", "forced", "unit", "time_as") if record.get(k)}}
+        entry = {"column": column, **{k: record[k] for k in ("read_as", "forced", "unit", "negatives", "time_as")
+                                      if record.get(k)}}
         lines = list(record.get("warnings", []))
         note = notes.get(column, {})
         if column in groups:
