@@ -182,8 +182,8 @@ PARAMS_CASES = [
     ("local table without target", add_dataset("mine", {"path": "data/local/good.csv"}),
      ["'sources.mine.target' is missing"]),
     ("local table of unknown format", add_dataset("mine", {"path": "data/local/good.xlsx", "target": "label"}),
-     ["'sources.mine.path' must end in .csv, .csv.gz, .csv.bz2, .csv.xz, .csv.zip or .parquet, got "
-      "'data/local/good.xlsx'"]),
+     ["'sources.mine.path' must end in .csv or .tsv (compressed or not: .gz, .bz2, .xz, .zip after it) or "
+      ".parquet, got 'data/local/good.xlsx'"]),
     ("unknown baseline method", set_key("baselines.methods", ["knn", "knnn"]),
      ["'baselines.methods' has unknown method 'knnn'", "allowed: catboost, d2r2, knn, logreg, meanteacher"]),
     ("unknown baseline hyper-parameter", set_key("baselines.knn", {"neighbours": 3}),
@@ -654,9 +654,11 @@ def with_row_id(step: int = 1):
 
 
 def compressed(ending: str):
-    """The signal table as a CSV compressed as its name's ending says (pandas infers it)."""
+    """The signal table as a CSV (a TSV: tab-separated) compressed as its name's ending says
+    (pandas infers it)."""
     def make(repo: Path) -> dict:
-        signal_table().to_csv(repo / "data" / "local" / f"mine{ending}", index=False)
+        signal_table().to_csv(repo / "data" / "local" / f"mine{ending}", index=False,
+                              sep="\t" if ending.startswith(".tsv") else ",")
         return {"path": f"data/local/mine{ending}", "target": "label"}
     return make
 
@@ -769,6 +771,10 @@ RECOVERABLE_CASES = [
     ("a gzip-compressed CSV", compressed(".csv.gz"), ["768 rows x 4 features from local", "0 column(s) lost information"],
      ("x1", {"kind": "numeric", "missing": 0})),
     ("an xz-compressed CSV", compressed(".csv.xz"), ["768 rows x 4 features from local"],
+     ("x1", {"kind": "numeric", "missing": 0})),
+    ("a TSV file, tabs without the option", compressed(".tsv"), ["768 rows x 4 features from local"],
+     ("x1", {"kind": "numeric", "missing": 0})),
+    ("a gzip-compressed TSV file", compressed(".tsv.gz"), ["768 rows x 4 features from local"],
      ("x1", {"kind": "numeric", "missing": 0})),
     ("a zip archive made on macOS", macos_zip, ["768 rows x 4 features from local"],
      ("x1", {"kind": "numeric", "missing": 0})),

@@ -28,13 +28,26 @@ from seba.core.schema import (Bool, Float, Int, Ints, IntsOrNone, Numbers, PairB
                               choice, fail, mapping_or_empty, rule, section, unknown_key)
 
 LOCAL_DIR = LOCAL
-CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zip")  # a CSV, or one compressed
+COMPRESSIONS = (".gz", ".bz2", ".xz", ".zip")  # endings of a compressed CSV
+# a CSV (a .tsv: its fields separated by tabs unless `delimiter` says otherwise), or one compressed
+CSV_SUFFIXES = tuple(f"{kind}{packed}" for kind in (".csv", ".tsv") for packed in ("", *COMPRESSIONS))
 LOCAL_SUFFIXES = (*CSV_SUFFIXES, ".parquet")
 
 
 def is_csv(path: str | Path) -> bool:
-    """Whether a local table's path names a CSV file (compressed or not)."""
+    """Whether a local table's path names a CSV or TSV file (compressed or not)."""
     return str(path).lower().endswith(CSV_SUFFIXES)
+
+
+def csv_delimiter(source: "SourceConfig") -> str:
+    """The field separator of a local CSV: ``delimiter`` where set, else a tab for a .tsv file and a
+    comma for a .csv file."""
+    if source.delimiter is not None:
+        return source.delimiter
+    stem = source.path.lower()
+    for packed in COMPRESSIONS:
+        stem = stem.removesuffix(packed)
+    return "\t" if stem.endswith(".tsv") else ","
 THOUSANDS = (",", ".", " ", "'")
 DECIMALS = (".", ",")
 DELIMITERS = (",", ";", "\t", "|")  # field separators of a local CSV
@@ -69,8 +82,8 @@ def _decimal(value: str) -> str:
     return value
 
 
-def _delimiter(value: str) -> str:
-    if value not in DELIMITERS:
+def _delimiter(value: str | None) -> str | None:
+    if value is not None and value not in DELIMITERS:
         raise fail(f"is {value!r}; allowed: {', '.join(repr(c) for c in DELIMITERS)} (a tab written \"\\t\" "
                    f"in double quotes)")
     return value
@@ -107,7 +120,7 @@ class SourceConfig:
     max_categories: Annotated[Int, rule(lambda v: v >= 2, "must be >= 2")] = 50  # more levels: the most frequent kept
     thousands: Annotated[Str | None, AfterValidator(_thousands)] = None  # separator in numbers as text (none: not read)
     decimal: Annotated[Str, AfterValidator(_decimal)] = "."  # decimal mark in numbers written as text
-    delimiter: Annotated[Str, AfterValidator(_delimiter)] = ","  # field separator of a CSV file
+    delimiter: Annotated[Str | None, AfterValidator(_delimiter)] = None  # field separator (null: by the path)
     date_order: Annotated[Str | None, AfterValidator(_date_order)] = None  # dates like 31/01/2020: dmy or mdy
     encoding: Annotated[Str, AfterValidator(_encoding)] = "utf-8"  # text encoding of a CSV file
     # this dataset's own values for `pretrain` keys, over the `pretrain` section
@@ -402,8 +415,8 @@ def _source(name: str, entry: Any) -> SourceConfig:
         raise ConfigError(f"params.yaml: '{key}.path' must be a file under {LOCAL_DIR}/ (relative to the "
                           f"repository root, so DVC tracks it), got {path!r}")
     if not path.lower().endswith(LOCAL_SUFFIXES):
-        raise ConfigError(f"params.yaml: '{key}.path' must end in {', '.join(LOCAL_SUFFIXES[:-1])} or "
-                          f"{LOCAL_SUFFIXES[-1]}, got {path!r}")
+        raise ConfigError(f"params.yaml: '{key}.path' must end in .csv or .tsv (compressed or not: "
+                          f"{', '.join(COMPRESSIONS)} after it) or .parquet, got {path!r}")
     if source.target is None:
         raise ConfigError(f"params.yaml: '{key}.target' is missing: name the label column of {path}")
     both = [c for c in source.numeric if c in source.categorical]

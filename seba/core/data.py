@@ -957,13 +957,14 @@ def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]
     path = root / source.path
     if not path.is_file():
         raise DataError(f"{where}: file not found")
-    from seba.core.config import is_csv
-    frame = _read_local(path, where, key, source.delimiter, source.encoding)
+    from seba.core.config import csv_delimiter, is_csv
+    delimiter = csv_delimiter(source)
+    frame = _read_local(path, where, key, delimiter, source.encoding)
     if source.target not in frame.columns:
         close = [c for c in frame.columns if c.lower() == source.target.lower()]
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         if frame.shape[1] == 1 and is_csv(path):
-            hint += _delimiter_hint(path, source.delimiter, key, _text_encoding(source.encoding))
+            hint += _delimiter_hint(path, delimiter, key, _text_encoding(source.encoding))
         raise DataError(f"{where}: target column '{source.target}' not found{hint}; "
                         f"columns: {', '.join(frame.columns[:20])}{' ...' if frame.shape[1] > 20 else ''}")
     if frame.empty:
