@@ -222,6 +222,16 @@ def test_dates_in_a_given_order_with_two_digit_years_as_percent_y(order, cells, 
     assert _ordered_dates(pd.Series(["1/2/2020", "1/2-2020"] * 5, dtype="string"), order) is None  # separators mixed
 
 
+def test_clock_times_are_hours():
+    from seba.core.data import _clock_times
+    cells = ["12:30", "7:05:30", "7:05 PM", "12:00 AM", "12:15 pm", "7:05 p.m.", "125:30", "13:00 PM", "10:75", None]
+    hours = _clock_times(pd.Series(cells * 3, dtype="string"))
+    assert list(hours[:7]) == pytest.approx([12.5, 7 + 5.5 / 60, 19 + 5 / 60, 0, 12.25, 19 + 5 / 60, 125.5])
+    assert hours[7:10].isna().all()  # 13 PM, 75 minutes: not times; a missing cell stays missing
+    assert _clock_times(pd.Series(["12:30", "noon"], dtype="string")) is None  # not 95 % times
+    assert _clock_times(pd.Series(["3:1", "2:0"] * 5, dtype="string")) is None  # a score, not a time
+
+
 def test_numbers_in_parentheses_are_negatives_only_beside_numbers_without():
     from seba.core.data import _parenthesised_negatives
     text = pd.Series(["(1,234.50)", "12", "($5)", "(12%)", "( 7 )", "(n/a)", "(-3)", None], dtype="string")

@@ -828,6 +828,10 @@ RECOVERABLE_CASES = [
     ("dates with dots and a time, read with date_order", dated("%d.%m.%Y %H:%M", date_order="dmy"),
      ["column 'x1': dates (day first, date_order: dmy) read as numbers", "0 column(s) lost information"],
      ("x1", {"kind": "numeric", "missing": 0})),
+    ("times of day", written(lambda v: f"{round((v + 5) * 3600) // 3600}:{round((v + 5) * 3600) % 3600 // 60:02d}:"
+                                       f"{round((v + 5) * 3600) % 60:02d}"),
+     ["column 'x1': times read as numbers, hours (e.g. '", "0 column(s) lost information"],
+     ("x1", {"kind": "numeric", "missing": 0, "time_as": "hours"})),
     ("timestamps and durations in a parquet file", parquet_times,
      ["column 'x1': datetimes read as numbers, days since the column's earliest, 2024-02-2",
       "column 'x2': durations read as numbers, seconds (e.g. '", "UTC (e.g. '", "0 column(s) lost information"],

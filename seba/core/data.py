@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from seba.core import paths
+from seba.core.config import DELIMITERS, csv_delimiter, is_csv
 from seba.core.errors import ConfigError, DataError
 from seba.core.runtime import atomic_path, lazy_module, log
 
@@ -418,7 +419,6 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
                 encoding: str = "utf-8") -> pd.DataFrame:
     """The file as it is: a CSV (fields separated by ``delimiter``, text in ``encoding``) as text
     (every cell a string, nothing converted), a parquet file with its own column types."""
-    from seba.core.config import is_csv
     kind = "csv" if is_csv(path) else "parquet"
     opened = _text_encoding(encoding)
     try:
@@ -493,7 +493,6 @@ def _not_encoded(path: Path, where: str, key: str, encoding: str, exc: UnicodeEr
 def _other_delimiter(path: Path, delimiter: str, opened: str = "utf-8-sig") -> str | None:
     """The field separator that a CSV's header line uses when it is not ``delimiter`` (the header
     is one field under ``delimiter`` and several under the other), or None."""
-    from seba.core.config import DELIMITERS
     try:
         with io.TextIOWrapper(_csv_stream(path), encoding=opened, newline="") as fh:
             line = fh.readline()
@@ -647,6 +646,27 @@ def _ordered_dates(text: pd.Series, order: str) -> pd.Series | None:
     return pd.Series(pd.to_datetime(iso.astype(object), format="ISO8601", errors="coerce"), index=text.index)
 
 
+_CLOCK = r"(?P<h>\d{1,3}):(?P<m>\d{2})(?::(?P<s>\d{2}(?:\.\d+)?))?(?:[ ]?(?P<half>[AaPp])\.?[Mm]\.?)?"
+
+
+def _clock_times(text: pd.Series) -> pd.Series | None:
+    """A text column of times written hours:minutes[:seconds] ('12:30', '7:05:30', '7:05 PM';
+    ``NUMERIC_SHARE`` of its cells) as hours (12.5); NaN for the other cells and for minutes or
+    seconds of 60 and more, or an hour past 12 with AM / PM. None for a column that is not one.
+    Hours past 23 without AM / PM are kept: a duration written hours:minutes ('125:30')."""
+    written = text.dropna()
+    parts = text.str.extract(rf"^{_CLOCK}$")
+    if written.empty or parts["h"].notna().sum() < NUMERIC_SHARE * len(written):
+        return None
+    hours, minutes = parts["h"].astype("Float64"), parts["m"].astype("Float64")
+    seconds = parts["s"].astype("Float64").fillna(0)
+    half = parts["half"].str.lower()
+    bad = (minutes >= 60) | (seconds >= 60) | (half.notna() & ((hours > 12) | (hours == 0)))
+    hours = hours.mask(half.notna() & (hours == 12), 0) + 12 * (half == "p").astype("Float64").fillna(0)
+    value = hours + minutes / 60 + seconds / 3600
+    return value.mask(bad.fillna(False)).astype("float64")
+
+
 def _iso_dates(text: pd.Series) -> pd.Series | None:
     """The timestamps of a text column of ISO 8601 dates (``NUMERIC_SHARE`` of its cells; NaT for
     the others), in UTC where any cell gives a zone; None for a column that is not one."""
@@ -734,8 +754,12 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                     dates = _ordered_dates(text, source.date_order)
                     leading = "day" if source.date_order == "dmy" else "month"
                     what = f"dates ({leading} first, date_order: {source.date_order})"
+                clock = _clock_times(text) if dates is None else None
                 if dates is not None:
                     values, counted = _time_as_numbers(dates)
+                    share = float(values[present].notna().mean())
+                elif clock is not None:
+                    values, counted, what = clock, "hours", "times"
                     share = float(values[present].notna().mean())
                 else:
                     bare, unit = _without_unit(cells)
@@ -957,7 +981,6 @@ def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]
     path = root / source.path
     if not path.is_file():
         raise DataError(f"{where}: file not found")
-    from seba.core.config import csv_delimiter, is_csv
     delimiter = csv_delimiter(source)
     frame = _read_local(path, where, key, delimiter, source.encoding)
     if source.target not in frame.columns:
