@@ -703,3 +703,26 @@ def test_precision_parts_keeps_the_named_layers_in_fp32_and_restores_the_model()
     for bad, message in (("bf16:inputs", "unknown part"), ("fp32:input", "bf16:PART"), ("tf32", "bf16:PART")):
         with pytest.raises(SystemExit, match=message):
             parts.parse_mode(bad)
+
+
+def test_own_table_rules_reads_every_case_by_its_rule_and_as_text(capsys):
+    """Every case's cells are read as numbers by the rules (none missing) and as text with x1 named
+    categorical; the short run prints a row per case."""
+    bench = load("own_table_rules")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "data" / "local").mkdir(parents=True)
+        for case, fmt, options, *columns in bench.CASES:
+            frame = bench.signal_table(60)
+            for column in (columns[0] if columns else ("x1",)):
+                frame[column] = [fmt(v) for v in frame[column]]
+            ruled = bench.read(root, frame, options)
+            assert ruled["x1"].dtype == "float64" and ruled["x1"].notna().all(), case
+            assert ruled["x1"].corr(bench.signal_table(60)["x1"]) > 0.999, case  # the values, up to scale and origin
+            text = bench.read(root, frame, {**options, "categorical": ["x1"]})
+            assert isinstance(text["x1"].dtype, pd.CategoricalDtype), case
+    assert bench.main(["--episodes", "2", "--epochs", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("clean table: ") and len(lines) == len(bench.CASES) + 3
