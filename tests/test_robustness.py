@@ -181,9 +181,9 @@ PARAMS_CASES = [
      ["'sources.mine.path'", "under data/local/"]),
     ("local table without target", add_dataset("mine", {"path": "data/local/good.csv"}),
      ["'sources.mine.target' is missing"]),
-    ("local table of unknown format", add_dataset("mine", {"path": "data/local/good.xlsx", "target": "label"}),
-     ["'sources.mine.path' must end in .csv or .tsv (compressed or not: .gz, .bz2, .xz, .zip after it) or "
-      ".parquet, got 'data/local/good.xlsx'"]),
+    ("local table of unknown format", add_dataset("mine", {"path": "data/local/good.xls", "target": "label"}),
+     ["'sources.mine.path' must end in .csv or .tsv (compressed or not: .gz, .bz2, .xz, .zip after it), "
+      ".parquet or .xlsx, got 'data/local/good.xls'"]),
     ("unknown baseline method", set_key("baselines.methods", ["knn", "knnn"]),
      ["'baselines.methods' has unknown method 'knnn'", "allowed: catboost, d2r2, knn, logreg, meanteacher"]),
     ("unknown baseline hyper-parameter", set_key("baselines.knn", {"neighbours": 3}),
@@ -208,6 +208,10 @@ PARAMS_CASES = [
     ("encoding for a parquet file", add_dataset("mine", {"path": "data/local/good.parquet", "target": "label",
                                                          "encoding": "cp1252"}),
      ["'sources.mine.encoding' applies only to a CSV file, not 'data/local/good.parquet'"]),
+    ("sheet for a CSV file", add_dataset("mine", {"path": "data/local/good.csv", "target": "label", "sheet": "data"}),
+     ["'sources.mine.sheet' applies only to an Excel file (.xlsx), not 'data/local/good.csv'"]),
+    ("negative sheet position", add_dataset("mine", {"path": "data/local/good.xlsx", "target": "label", "sheet": -1}),
+     ["'sources.mine.sheet' is -1: a sheet's position counts from 0 (or give its name)"]),
     ("delimiter for a parquet file", add_dataset("mine", {"path": "data/local/good.parquet", "target": "label",
                                                           "delimiter": ";"}),
      ["'sources.mine.delimiter' applies only to a CSV file, not 'data/local/good.parquet'"]),
@@ -496,6 +500,54 @@ COMPRESSED_CASES = [
 ]
 
 
+def workbook(repo: Path, name: str = "bad.xlsx") -> None:
+    """A workbook of two sheets: 'notes' (one cell) and 'data' (a small table)."""
+    with pd.ExcelWriter(repo / "data" / "local" / name) as writer:
+        pd.DataFrame({"note": ["see data"]}).to_excel(writer, sheet_name="notes", index=False)
+        pd.DataFrame({"a": [i % 7 for i in range(30)], "b": [i % 5 for i in range(30)],
+                      "label": ["x", "y"] * 15}).to_excel(writer, sheet_name="data", index=False)
+
+
+# (case id, the source's options, fragments of the error)
+EXCEL_CASES = [
+    ("a sheet the workbook lacks", {"sheet": "Data "},
+     ["dataset 'mine' (data/local/bad.xlsx): no sheet 'Data ' in the workbook (did you mean 'data'?); its sheets: "
+      "'notes', 'data'"]),
+    ("a sheet position past the last", {"sheet": 2},
+     ["'sources.mine.sheet' is 2, but the workbook has 2 sheet(s) ('notes', 'data'), counted from 0"]),
+    ("the first sheet, which is not the table", {}, ["target column 'label' not found", "columns: note"]),
+]
+
+
+@pytest.mark.parametrize("case, options, fragments", EXCEL_CASES, ids=[c[0] for c in EXCEL_CASES])
+def test_an_excel_sheet_that_cannot_be_read_is_a_named_error(repo, monkeypatch, capsys, case, options, fragments):
+    workbook(repo)
+    assert_named_and_untouched(repo, {"path": "data/local/bad.xlsx", "target": "label", **options}, fragments,
+                               monkeypatch, capsys)
+
+
+def test_a_file_named_xlsx_that_is_no_workbook_is_a_named_error(repo, monkeypatch, capsys):
+    write_local(repo, "bad.xlsx", _SMALL_CSV)  # a CSV named .xlsx
+    assert_named_and_untouched(repo, {"path": "data/local/bad.xlsx", "target": "label"},
+                               ["dataset 'mine' (data/local/bad.xlsx): cannot be read as an Excel workbook: "],
+                               monkeypatch, capsys)
+
+
+def test_an_excel_sheet_with_a_name_twice_is_a_named_error(repo, monkeypatch, capsys):
+    frame = pd.DataFrame([[i % 7, i % 5, "xy"[i % 2]] for i in range(30)], columns=["a", "a", "label"])
+    frame.to_excel(repo / "data" / "local" / "bad.xlsx", index=False)
+    assert_named_and_untouched(repo, {"path": "data/local/bad.xlsx", "target": "label"},
+                               ["duplicate column names: 'a' (columns 1, 2)"], monkeypatch, capsys)
+
+
+def test_an_excel_file_without_openpyxl_is_a_named_error(repo, monkeypatch, capsys):
+    workbook(repo)
+    monkeypatch.setitem(sys.modules, "openpyxl", None)  # not installed: `import openpyxl` raises ImportError
+    assert_named_and_untouched(repo, {"path": "data/local/bad.xlsx", "target": "label", "sheet": "data"},
+                               ["reading an Excel file needs the openpyxl package: pip install -e \".[excel]\" (or "
+                                "pip install openpyxl), or save the sheet as CSV"], monkeypatch, capsys)
+
+
 @pytest.mark.parametrize("case, name, content, fragments", COMPRESSED_CASES, ids=[c[0] for c in COMPRESSED_CASES])
 def test_a_compressed_csv_that_cannot_be_read_is_a_named_error(repo, monkeypatch, capsys, case, name, content,
                                                                fragments):
@@ -670,6 +722,19 @@ def macos_zip(repo: Path) -> dict:
     return {"path": "data/local/mine.csv.zip", "target": "label"}
 
 
+def excel_sheet(repo: Path) -> dict:
+    """The signal table on the second sheet of a workbook, x4 written as dates and x3 holding a
+    word in one cell (a column of mixed cells)."""
+    frame = signal_table()
+    frame["x4"] = pd.Timestamp("2024-03-01") + pd.to_timedelta((frame["x4"] * 100).round(), unit="D")
+    frame["x3"] = frame["x3"].astype(object)
+    frame.loc[7, "x3"] = "oops"
+    with pd.ExcelWriter(repo / "data" / "local" / "mine.xlsx") as writer:
+        pd.DataFrame({"note": ["the table is on the next sheet"]}).to_excel(writer, sheet_name="notes", index=False)
+        frame.to_excel(writer, sheet_name="table", index=False)
+    return {"path": "data/local/mine.xlsx", "target": "label", "sheet": "table"}
+
+
 def trailing_comma(repo: Path) -> dict:
     text = signal_table().to_csv(index=False).splitlines()
     (repo / "data" / "local" / "mine.csv").write_text("\n".join([text[0]] + [line + "," for line in text[1:]]) + "\n")
@@ -778,6 +843,10 @@ RECOVERABLE_CASES = [
      ("x1", {"kind": "numeric", "missing": 0})),
     ("a zip archive made on macOS", macos_zip, ["768 rows x 4 features from local"],
      ("x1", {"kind": "numeric", "missing": 0})),
+    ("a sheet of an Excel workbook", excel_sheet,
+     ["768 rows x 4 features from local", "column 'x4': datetimes read as numbers",
+      "column 'x3' is numeric (99.9% of its cells are numbers): 1 non-numeric cell(s) read as missing ('oops' x1)"],
+     ("x1", {"kind": "numeric", "read_as": "numbers", "missing": 0})),
     ("a pandas index written with the table", with_index,
      ["column 'Unnamed: 0' dropped: a row index written into the file", "'sources.mine.numeric'",
       "1 dropped ('Unnamed: 0' (row index))"], ("Unnamed: 0", {"kind": "dropped", "reason": "row index"})),

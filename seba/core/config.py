@@ -31,7 +31,7 @@ LOCAL_DIR = LOCAL
 COMPRESSIONS = (".gz", ".bz2", ".xz", ".zip")  # endings of a compressed CSV
 # a CSV (a .tsv: its fields separated by tabs unless `delimiter` says otherwise), or one compressed
 CSV_SUFFIXES = tuple(f"{kind}{packed}" for kind in (".csv", ".tsv") for packed in ("", *COMPRESSIONS))
-LOCAL_SUFFIXES = (*CSV_SUFFIXES, ".parquet")
+LOCAL_SUFFIXES = (*CSV_SUFFIXES, ".parquet", ".xlsx")
 
 
 def is_csv(path: str | Path) -> bool:
@@ -97,6 +97,12 @@ def _encoding(value: str) -> str:
     return value
 
 
+def _sheet(value: str | int | None) -> str | int | None:
+    if isinstance(value, int) and value < 0:
+        raise fail(f"is {value}: a sheet's position counts from 0 (or give its name)")
+    return value
+
+
 def _date_order(value: str | None) -> str | None:
     if value is not None and value not in DATE_ORDERS:
         raise fail(f"is {value!r}; allowed: 'dmy' (31/01/2020), 'mdy' (01/31/2020) or null (such dates stay "
@@ -123,6 +129,7 @@ class SourceConfig:
     delimiter: Annotated[Str | None, AfterValidator(_delimiter)] = None  # field separator (null: by the path)
     date_order: Annotated[Str | None, AfterValidator(_date_order)] = None  # dates like 31/01/2020: dmy or mdy
     encoding: Annotated[Str, AfterValidator(_encoding)] = "utf-8"  # text encoding of a CSV file
+    sheet: Annotated[Str | Int | None, AfterValidator(_sheet)] = None  # an Excel workbook's sheet (null: the first)
     # this dataset's own values for `pretrain` keys, over the `pretrain` section
     pretrain: dict[str, Any] = field(default_factory=dict)
 
@@ -416,7 +423,7 @@ def _source(name: str, entry: Any) -> SourceConfig:
                           f"repository root, so DVC tracks it), got {path!r}")
     if not path.lower().endswith(LOCAL_SUFFIXES):
         raise ConfigError(f"params.yaml: '{key}.path' must end in .csv or .tsv (compressed or not: "
-                          f"{', '.join(COMPRESSIONS)} after it) or .parquet, got {path!r}")
+                          f"{', '.join(COMPRESSIONS)} after it), .parquet or .xlsx, got {path!r}")
     if source.target is None:
         raise ConfigError(f"params.yaml: '{key}.target' is missing: name the label column of {path}")
     both = [c for c in source.numeric if c in source.categorical]
@@ -426,6 +433,8 @@ def _source(name: str, entry: Any) -> SourceConfig:
     for option in ("delimiter", "encoding"):
         if entry.get(option) is not None and not is_csv(path):
             raise ConfigError(f"params.yaml: '{key}.{option}' applies only to a CSV file, not {path!r}")
+    if entry.get("sheet") is not None and not path.lower().endswith(".xlsx"):
+        raise ConfigError(f"params.yaml: '{key}.sheet' applies only to an Excel file (.xlsx), not {path!r}")
     if source.thousands == source.decimal:
         raise ConfigError(f"params.yaml: '{key}.thousands' and '{key}.decimal' are both {source.decimal!r}; "
                           f"they must differ")

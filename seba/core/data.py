@@ -415,11 +415,61 @@ def _text_encoding(encoding: str) -> str:
     return "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
 
 
+def _read_excel(path: Path, where: str, key: str, sheet: str | int | None) -> pd.DataFrame:
+    """One sheet of an Excel workbook (the first unless ``sheet`` names another, by name or by
+    position from 0), its first row the header, each column with the type pandas infers from
+    its cells (numbers, dates; a column of mixed cells is text). Needs openpyxl."""
+    try:
+        import openpyxl  # noqa: F401  (pandas' reader of .xlsx files)
+    except ImportError:
+        raise DataError(f"{where}: reading an Excel file needs the openpyxl package: pip install -e \".[excel]\" "
+                        f"(or pip install openpyxl), or save the sheet as CSV") from None
+    try:
+        return _excel_sheet(path, where, key, sheet)
+    except DataError:
+        raise
+    except Exception as exc:  # openpyxl's own errors on a file that is not a workbook, or a damaged one
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"{where}: cannot be read as an Excel workbook: {first}") from None
+
+
+def _excel_sheet(path: Path, where: str, key: str, sheet: str | int | None) -> pd.DataFrame:
+    """The chosen sheet of the workbook (see ``_read_excel``), with the header as written."""
+    with pd.ExcelFile(path, engine="openpyxl") as book:
+        names = [str(n) for n in book.sheet_names]
+        listed = ", ".join(f"'{n}'" for n in names)
+        if sheet is None:
+            chosen = names[0]
+            if len(names) > 1:
+                log(f"[fetch] {where}: read its first sheet '{chosen}' of {len(names)} ({listed}); set "
+                    f"'{key}.sheet' to read another")
+        elif isinstance(sheet, int):
+            if not 0 <= sheet < len(names):
+                named = f" (the sheet named '{sheet}'? quote it: sheet: '{sheet}')" if str(sheet) in names else ""
+                raise DataError(f"{where}: '{key}.sheet' is {sheet}, but the workbook has {len(names)} sheet(s) "
+                                f"({listed}), counted from 0{named}")
+            chosen = names[sheet]
+        elif sheet not in names:
+            close = [n for n in names if n.strip().lower() == sheet.strip().lower()]
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise DataError(f"{where}: no sheet '{sheet}' in the workbook{hint}; its sheets: {listed}")
+        else:
+            chosen = sheet
+        frame = pd.read_excel(book, sheet_name=chosen)
+        # the names as written (pandas renames a repeated name 'a' to 'a.1')
+        header = pd.read_excel(book, sheet_name=chosen, header=None, nrows=1)
+    if len(header) and header.shape[1] == frame.shape[1]:
+        frame.columns = [str(h).strip() if pd.notna(h) and str(h).strip() else f"Unnamed: {i}"
+                         for i, h in enumerate(header.iloc[0])]
+    return frame
+
+
 def _read_local(path: Path, where: str, key: str = "the source", delimiter: str = ",",
-                encoding: str = "utf-8") -> pd.DataFrame:
+                encoding: str = "utf-8", sheet: str | int | None = None) -> pd.DataFrame:
     """The file as it is: a CSV (fields separated by ``delimiter``, text in ``encoding``) as text
-    (every cell a string, nothing converted), a parquet file with its own column types."""
-    kind = "csv" if is_csv(path) else "parquet"
+    (every cell a string, nothing converted), a parquet file with its own column types, a sheet
+    of an Excel workbook with the types pandas infers."""
+    kind = "csv" if is_csv(path) else "excel" if path.name.lower().endswith(".xlsx") else "parquet"
     opened = _text_encoding(encoding)
     try:
         if kind == "csv":
@@ -435,6 +485,8 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
                 header = next(csv.reader(fh, delimiter=delimiter), None)  # written (pandas renames 'a', 'a.1')
             if header is not None and len(header) == frame.shape[1]:
                 frame.columns = [h.strip() or f"Unnamed: {i}" for i, h in enumerate(header)]
+        elif kind == "excel":
+            frame = _read_excel(path, where, key, sheet)
         else:
             _check_parquet_schema(path, where)
             frame = _index_as_columns(pd.read_parquet(path), where)
@@ -982,7 +1034,7 @@ def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]
     if not path.is_file():
         raise DataError(f"{where}: file not found")
     delimiter = csv_delimiter(source)
-    frame = _read_local(path, where, key, delimiter, source.encoding)
+    frame = _read_local(path, where, key, delimiter, source.encoding, source.sheet)
     if source.target not in frame.columns:
         close = [c for c in frame.columns if c.lower() == source.target.lower()]
         hint = f" (did you mean '{close[0]}'?)" if close else ""
