@@ -115,7 +115,7 @@ ColumnNames = Annotated[tuple[str, ...], BeforeValidator(_names)]
 
 @section
 class SourceConfig:
-    """Where one dataset comes from: an OpenML id, or a local CSV / parquet file under
+    """Where one dataset comes from: an OpenML id, or a local CSV / TSV / parquet / Excel file under
     ``data/local/`` with a named target column."""
 
     openml_id: PositiveInt | None = None
@@ -410,7 +410,7 @@ def _source(name: str, entry: Any) -> SourceConfig:
     source = check(SourceConfig, {**entry, "pretrain": overrides}, key)
     if (entry.get("openml_id") is None) == (entry.get("path") is None):  # a key left empty is not given
         raise ConfigError(f"params.yaml: '{key}' needs exactly one of 'openml_id' (an OpenML dataset) "
-                          f"or 'path' (a local CSV / parquet file)")
+                          f"or 'path' (a local CSV, TSV, parquet or Excel file)")
     if source.openml_id is not None:
         extra = [k for k, v in entry.items() if k not in ("openml_id", "pretrain") and v is not None]
         if extra:

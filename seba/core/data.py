@@ -1016,7 +1016,7 @@ def _index_like(column: str, values: pd.Series, kind: str) -> tuple[str, str, bo
 
 
 def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]:
-    """A user's CSV / parquet table (``sources.<name>.path``) in the raw table format.
+    """A user's CSV / TSV / parquet / Excel table (``sources.<name>.path``) in the raw table format.
 
     Every column's type is inferred by fixed rules (docs/own-table.md) and recorded: a column
     of numbers is numeric, a text column whose non-missing cells are at least ``NUMERIC_SHARE``
