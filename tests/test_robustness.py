@@ -183,7 +183,7 @@ PARAMS_CASES = [
      ["'sources.mine.target' is missing"]),
     ("local table of unknown format", add_dataset("mine", {"path": "data/local/good.xls", "target": "label"}),
      ["'sources.mine.path' must end in .csv or .tsv (compressed or not: .gz, .bz2, .xz, .zip after it), "
-      ".parquet or .xlsx, got 'data/local/good.xls'"]),
+      ".parquet, .xlsx or .arff, got 'data/local/good.xls'"]),
     ("unknown baseline method", set_key("baselines.methods", ["knn", "knnn"]),
      ["'baselines.methods' has unknown method 'knnn'", "allowed: catboost, d2r2, knn, logreg, meanteacher"]),
     ("unknown baseline hyper-parameter", set_key("baselines.knn", {"neighbours": 3}),
@@ -207,7 +207,7 @@ PARAMS_CASES = [
      ["'sources.mine.encoding' is 'klingon': not a text encoding Python knows (e.g. 'utf-8', 'cp1252', 'latin-1')"]),
     ("encoding for a parquet file", add_dataset("mine", {"path": "data/local/good.parquet", "target": "label",
                                                          "encoding": "cp1252"}),
-     ["'sources.mine.encoding' applies only to a CSV file, not 'data/local/good.parquet'"]),
+     ["'sources.mine.encoding' applies only to a CSV or ARFF file, not 'data/local/good.parquet'"]),
     ("sheet for a CSV file", add_dataset("mine", {"path": "data/local/good.csv", "target": "label", "sheet": "data"}),
      ["'sources.mine.sheet' applies only to an Excel file (.xlsx), not 'data/local/good.csv'"]),
     ("negative sheet position", add_dataset("mine", {"path": "data/local/good.xlsx", "target": "label", "sheet": -1}),
@@ -540,6 +540,35 @@ def test_an_excel_sheet_with_a_name_twice_is_a_named_error(repo, monkeypatch, ca
                                ["duplicate column names: 'a' (columns 1, 2)"], monkeypatch, capsys)
 
 
+@pytest.mark.parametrize("content, source, fragments", [
+    (b"@RELATION x\n@ATTRIBUTE a FOO\n@ATTRIBUTE label {x,y}\n@DATA\n1,x\n", {},
+     ["dataset 'mine' (data/local/bad.arff): cannot be read as ARFF: Bad @ATTRIBUTE type, at line 2."]),
+    (b"@RELATION x\n@ATTRIBUTE a NUMERIC\n@ATTRIBUTE label {x,y}\n@DATA\n1,x,3\n", {},
+     ["cannot be read as ARFF: "]),
+    (b"@RELATION x\n@ATTRIBUTE a STRING\n@ATTRIBUTE label {x,y}\n@DATA\ncaf\xe9,x\n", {},
+     ["not UTF-8 text (invalid continuation byte 0xe9 at byte 64, line 5)", "set encoding: cp1252"]),
+], ids=["an unknown attribute type", "a row longer than the attributes", "not UTF-8"])
+def test_an_arff_file_that_cannot_be_read_is_a_named_error(repo, monkeypatch, capsys, content, source, fragments):
+    write_local(repo, "bad.arff", content)
+    assert_named_and_untouched(repo, {"path": "data/local/bad.arff", "target": "label", **source}, fragments,
+                               monkeypatch, capsys)
+
+
+def test_an_arff_file_in_another_encoding_is_read_with_the_option(tmp_path):
+    from seba.core.config import parse_params, read_params_file
+    from seba.core.data import load_local_table
+
+    (tmp_path / "data" / "local").mkdir(parents=True)
+    rows = "".join(f"{i % 7},{'Café Thé'.split()[i % 2]},{'xy'[i % 2]}\n" for i in range(30))
+    (tmp_path / "data" / "local" / "t.arff").write_bytes(
+        ("@RELATION x\n@ATTRIBUTE a NUMERIC\n@ATTRIBUTE b {Café,Thé}\n@ATTRIBUTE label {x,y}\n@DATA\n" + rows)
+        .encode("cp1252"))
+    raw = read_params_file(ROOT / "params.yaml")
+    raw["sources"]["t"] = {"path": "data/local/t.arff", "target": "label", "encoding": "cp1252"}
+    frame, _ = load_local_table("t", parse_params(raw).sources["t"], tmp_path)
+    assert list(frame["b"].cat.categories) == ["Café", "Thé"] and frame["a"].dtype == "float64"
+
+
 def test_an_excel_file_without_openpyxl_is_a_named_error(repo, monkeypatch, capsys):
     workbook(repo)
     monkeypatch.setitem(sys.modules, "openpyxl", None)  # not installed: `import openpyxl` raises ImportError
@@ -735,6 +764,21 @@ def excel_sheet(repo: Path) -> dict:
     return {"path": "data/local/mine.xlsx", "target": "label", "sheet": "table"}
 
 
+def arff_table(repo: Path) -> dict:
+    """The signal table as a sparse-free ARFF file: x1..x3 NUMERIC, x4 a DATE attribute, a
+    missing x2 ('?'), the label nominal."""
+    frame = signal_table()
+    days = (pd.Timestamp("2024-03-01") + pd.to_timedelta((frame["x4"] * 100).round(), unit="D")).dt.strftime("%Y-%m-%d")
+    lines = ["% the signal table", "@RELATION signal", "@ATTRIBUTE x1 NUMERIC", "@ATTRIBUTE x2 REAL",
+             "@ATTRIBUTE x3 NUMERIC", '@attribute x4 date "yyyy-MM-dd"',
+             "@ATTRIBUTE label {neg, pos}", "@DATA"]
+    for i, row in frame.iterrows():
+        x2 = "?" if i == 5 else row["x2"]
+        lines.append(f"{row['x1']},{x2},{row['x3']},{days[i]},{row['label']}")
+    (repo / "data" / "local" / "mine.arff").write_text("\n".join(lines) + "\n")
+    return {"path": "data/local/mine.arff", "target": "label"}
+
+
 def trailing_comma(repo: Path) -> dict:
     text = signal_table().to_csv(index=False).splitlines()
     (repo / "data" / "local" / "mine.csv").write_text("\n".join([text[0]] + [line + "," for line in text[1:]]) + "\n")
@@ -847,6 +891,9 @@ RECOVERABLE_CASES = [
      ["768 rows x 4 features from local", "column 'x4': datetimes read as numbers",
       "column 'x3' is numeric (99.9% of its cells are numbers): 1 non-numeric cell(s) read as missing ('oops' x1)"],
      ("x1", {"kind": "numeric", "read_as": "numbers", "missing": 0})),
+    ("an ARFF file with a DATE attribute", arff_table,
+     ["768 rows x 4 features from local", "column 'x4': dates read as numbers, days since the column's earliest"],
+     ("x2", {"kind": "numeric", "read_as": "numbers", "missing": 1})),
     ("a pandas index written with the table", with_index,
      ["column 'Unnamed: 0' dropped: a row index written into the file", "'sources.mine.numeric'",
       "1 dropped ('Unnamed: 0' (row index))"], ("Unnamed: 0", {"kind": "dropped", "reason": "row index"})),

@@ -31,7 +31,7 @@ LOCAL_DIR = LOCAL
 COMPRESSIONS = (".gz", ".bz2", ".xz", ".zip")  # endings of a compressed CSV
 # a CSV (a .tsv: its fields separated by tabs unless `delimiter` says otherwise), or one compressed
 CSV_SUFFIXES = tuple(f"{kind}{packed}" for kind in (".csv", ".tsv") for packed in ("", *COMPRESSIONS))
-LOCAL_SUFFIXES = (*CSV_SUFFIXES, ".parquet", ".xlsx")
+LOCAL_SUFFIXES = (*CSV_SUFFIXES, ".parquet", ".xlsx", ".arff")
 
 
 def is_csv(path: str | Path) -> bool:
@@ -115,7 +115,7 @@ ColumnNames = Annotated[tuple[str, ...], BeforeValidator(_names)]
 
 @section
 class SourceConfig:
-    """Where one dataset comes from: an OpenML id, or a local CSV / TSV / parquet / Excel file under
+    """Where one dataset comes from: an OpenML id, or a local CSV / TSV / parquet / Excel / ARFF file under
     ``data/local/`` with a named target column."""
 
     openml_id: PositiveInt | None = None
@@ -410,7 +410,7 @@ def _source(name: str, entry: Any) -> SourceConfig:
     source = check(SourceConfig, {**entry, "pretrain": overrides}, key)
     if (entry.get("openml_id") is None) == (entry.get("path") is None):  # a key left empty is not given
         raise ConfigError(f"params.yaml: '{key}' needs exactly one of 'openml_id' (an OpenML dataset) "
-                          f"or 'path' (a local CSV, TSV, parquet or Excel file)")
+                          f"or 'path' (a local CSV, TSV, parquet, Excel or ARFF file)")
     if source.openml_id is not None:
         extra = [k for k, v in entry.items() if k not in ("openml_id", "pretrain") and v is not None]
         if extra:
@@ -423,16 +423,17 @@ def _source(name: str, entry: Any) -> SourceConfig:
                           f"repository root, so DVC tracks it), got {path!r}")
     if not path.lower().endswith(LOCAL_SUFFIXES):
         raise ConfigError(f"params.yaml: '{key}.path' must end in .csv or .tsv (compressed or not: "
-                          f"{', '.join(COMPRESSIONS)} after it), .parquet or .xlsx, got {path!r}")
+                          f"{', '.join(COMPRESSIONS)} after it), .parquet, .xlsx or .arff, got {path!r}")
     if source.target is None:
         raise ConfigError(f"params.yaml: '{key}.target' is missing: name the label column of {path}")
     both = [c for c in source.numeric if c in source.categorical]
     if both:
         raise ConfigError(f"params.yaml: '{key}.numeric' and '{key}.categorical' both list {both}; "
                           f"a column has one type")
-    for option in ("delimiter", "encoding"):
-        if entry.get(option) is not None and not is_csv(path):
-            raise ConfigError(f"params.yaml: '{key}.{option}' applies only to a CSV file, not {path!r}")
+    if entry.get("delimiter") is not None and not is_csv(path):
+        raise ConfigError(f"params.yaml: '{key}.delimiter' applies only to a CSV file, not {path!r}")
+    if entry.get("encoding") is not None and not (is_csv(path) or path.lower().endswith(".arff")):
+        raise ConfigError(f"params.yaml: '{key}.encoding' applies only to a CSV or ARFF file, not {path!r}")
     if entry.get("sheet") is not None and not path.lower().endswith(".xlsx"):
         raise ConfigError(f"params.yaml: '{key}.sheet' applies only to an Excel file (.xlsx), not {path!r}")
     if source.thousands == source.decimal:

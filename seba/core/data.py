@@ -464,12 +464,42 @@ def _excel_sheet(path: Path, where: str, key: str, sheet: str | int | None) -> p
     return frame
 
 
+# an ARFF attribute of type DATE (which liac-arff does not read): read as STRING, its cells then
+# follow the text rules (ISO dates become days)
+_ARFF_DATE = re.compile(r"^(\s*@attribute\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+)date\b.*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _read_arff(path: Path, where: str, encoding: str = "utf-8") -> pd.DataFrame:
+    """An ARFF file (OpenML's and Weka's format, dense or sparse; liac-arff, which openml
+    installs): NUMERIC / REAL / INTEGER attributes as numbers, nominal ones as categoricals with
+    their declared levels, STRING and DATE ones as text."""
+    import arff
+
+    text = path.read_text(encoding=_text_encoding(encoding))  # data lines never start with '@attribute'
+    try:
+        parsed = arff.loads(_ARFF_DATE.sub(r"\1string", text), return_type=arff.DENSE)
+    except arff.ArffException as exc:
+        raise DataError(f"{where}: cannot be read as ARFF: {exc}") from None
+    columns = {}
+    for i, (name, kind) in enumerate(parsed["attributes"]):
+        cells = [row[i] for row in parsed["data"]]
+        if isinstance(kind, list):
+            columns[name] = pd.Categorical(cells, categories=list(dict.fromkeys(kind)))
+        elif str(kind).upper() in ("NUMERIC", "REAL", "INTEGER"):
+            columns[name] = pd.array([np.nan if c is None else c for c in cells], dtype="float64")
+        else:
+            columns[name] = pd.Series(cells, dtype=object)
+    return pd.DataFrame(columns)
+
+
 def _read_local(path: Path, where: str, key: str = "the source", delimiter: str = ",",
                 encoding: str = "utf-8", sheet: str | int | None = None) -> pd.DataFrame:
     """The file as it is: a CSV (fields separated by ``delimiter``, text in ``encoding``) as text
     (every cell a string, nothing converted), a parquet file with its own column types, a sheet
     of an Excel workbook with the types pandas infers."""
-    kind = "csv" if is_csv(path) else "excel" if path.name.lower().endswith(".xlsx") else "parquet"
+    ending = path.name.lower()
+    kind = ("csv" if is_csv(path) else "excel" if ending.endswith(".xlsx") else "arff" if ending.endswith(".arff")
+            else "parquet")
     opened = _text_encoding(encoding)
     try:
         if kind == "csv":
@@ -487,6 +517,8 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
                 frame.columns = [h.strip() or f"Unnamed: {i}" for i, h in enumerate(header)]
         elif kind == "excel":
             frame = _read_excel(path, where, key, sheet)
+        elif kind == "arff":
+            frame = _read_arff(path, where, encoding)
         else:
             _check_parquet_schema(path, where)
             frame = _index_as_columns(pd.read_parquet(path), where)
@@ -1016,7 +1048,7 @@ def _index_like(column: str, values: pd.Series, kind: str) -> tuple[str, str, bo
 
 
 def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]:
-    """A user's CSV / TSV / parquet / Excel table (``sources.<name>.path``) in the raw table format.
+    """A user's CSV / TSV / parquet / Excel / ARFF table (``sources.<name>.path``) in the raw table format.
 
     Every column's type is inferred by fixed rules (docs/own-table.md) and recorded: a column
     of numbers is numeric, a text column whose non-missing cells are at least ``NUMERIC_SHARE``
