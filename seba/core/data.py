@@ -669,7 +669,11 @@ def _parenthesised_negatives(text: pd.Series) -> pd.Series | None:
     ('(1,234.50)', '($5)', '(12%)'), written with a minus instead ('-1,234.50', '-$5', '-12%'),
     when some of its cells are so written and others are not (a column of '(1)', '(2)' only is
     enumeration, not accounting); None otherwise."""
-    inner = text.str.extract(r"^\((?P<inner>[^()+\-\u2212]*\d[^()+\-\u2212]*)\)$")["inner"]
+    opened = text.str.startswith("(").fillna(False).astype(bool)  # cheap: most columns have none
+    if not opened.any():
+        return None
+    inner = text[opened].str.extract(r"^\((?P<inner>[^()+\-\u2212]*\d[^()+\-\u2212]*)\)$")["inner"]
+    inner = inner.reindex(text.index)
     wrapped = inner.notna() & text.notna()
     if not wrapped.any() or wrapped[text.notna()].all():
         return None
