@@ -70,23 +70,24 @@ def _column(value: str | None) -> str | None:
     return value.strip() if value is not None else None
 
 
-def _thousands(value: str | None) -> str | None:
-    if value is not None and value not in THOUSANDS:
-        raise fail(f"is {value!r}; allowed: {', '.join(repr(c) for c in THOUSANDS)} or null (none)")
-    return value
+def _one_of(allowed: tuple[str, ...], listed: str = "", null: str = ""):
+    """A validator of a value among ``allowed`` (shown as ``listed``, else their reprs), or None
+    where ``null`` says what None means."""
+    shown = listed or ", ".join(repr(c) for c in allowed)
+
+    def check(value: str | None) -> str | None:
+        if value is None and null:
+            return None
+        if value not in allowed:
+            raise fail(f"is {value!r}; allowed: {shown}" + (f" or null ({null})" if null else ""))
+        return value
+    return check
 
 
-def _decimal(value: str) -> str:
-    if value not in DECIMALS:
-        raise fail(f"is {value!r}; allowed: {', '.join(repr(c) for c in DECIMALS)}")
-    return value
-
-
-def _delimiter(value: str | None) -> str | None:
-    if value is not None and value not in DELIMITERS:
-        raise fail(f"is {value!r}; allowed: {', '.join(repr(c) for c in DELIMITERS)} (a tab written \"\\t\" "
-                   f"in double quotes)")
-    return value
+_thousands = _one_of(THOUSANDS, null="none")
+_decimal = _one_of(DECIMALS)
+_delimiter = _one_of(DELIMITERS, f"{', '.join(repr(c) for c in DELIMITERS)} (a tab written \"\\t\" in double quotes)",
+                     null="a comma, or a tab in a .tsv file")
 
 
 def _encoding(value: str) -> str:
@@ -103,11 +104,7 @@ def _sheet(value: str | int | None) -> str | int | None:
     return value
 
 
-def _date_order(value: str | None) -> str | None:
-    if value is not None and value not in DATE_ORDERS:
-        raise fail(f"is {value!r}; allowed: 'dmy' (31/01/2020), 'mdy' (01/31/2020) or null (such dates stay "
-                   f"text)")
-    return value
+_date_order = _one_of(DATE_ORDERS, "'dmy' (31/01/2020), 'mdy' (01/31/2020)", null="such dates stay text")
 
 
 ColumnNames = Annotated[tuple[str, ...], BeforeValidator(_names)]
