@@ -28,15 +28,23 @@ from seba.core.schema import (Bool, Float, Int, Ints, IntsOrNone, Numbers, PairB
                               choice, fail, mapping_or_empty, rule, section, unknown_key)
 
 LOCAL_DIR = LOCAL
-COMPRESSIONS = (".gz", ".bz2", ".xz", ".zip")  # endings of a compressed CSV
-# a CSV (a .tsv: its fields separated by tabs unless `delimiter` says otherwise), or one compressed
-CSV_SUFFIXES = tuple(f"{kind}{packed}" for kind in (".csv", ".tsv") for packed in ("", *COMPRESSIONS))
-LOCAL_SUFFIXES = (*CSV_SUFFIXES, ".parquet", ".xlsx", ".arff")
+COMPRESSIONS = (".gz", ".bz2", ".xz", ".zip")  # endings of a compressed CSV or TSV
+# a local table's ending -> its format (a .tsv is a CSV whose fields are separated by tabs unless
+# `delimiter` says otherwise); only CSV and TSV files may also be compressed
+LOCAL_FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".xlsx": "excel", ".arff": "arff"}
+THOUSANDS = (",", ".", " ", "'")
+DECIMALS = (".", ",")
+DELIMITERS = (",", ";", "\t", "|")  # field separators of a local CSV
+DATE_ORDERS = ("dmy", "mdy")  # how dates written 31/01/2020 (dmy) or 01/31/2020 (mdy) are read
 
 
-def is_csv(path: str | Path) -> bool:
-    """Whether a local table's path names a CSV or TSV file (compressed or not)."""
-    return str(path).lower().endswith(CSV_SUFFIXES)
+def local_format(path: str | Path) -> str | None:
+    """The format of a local table by its path's ending: 'csv', 'tsv' (each possibly compressed:
+    ``COMPRESSIONS``), 'parquet', 'excel' or 'arff'; None for an ending not read."""
+    name = str(path).lower()
+    unpacked = next((name.removesuffix(c) for c in COMPRESSIONS if name.endswith(c)), name)
+    kind = LOCAL_FORMATS.get(Path(unpacked).suffix)
+    return kind if unpacked == name or kind in ("csv", "tsv") else None
 
 
 def csv_delimiter(source: "SourceConfig") -> str:
@@ -44,14 +52,7 @@ def csv_delimiter(source: "SourceConfig") -> str:
     comma for a .csv file."""
     if source.delimiter is not None:
         return source.delimiter
-    stem = source.path.lower()
-    for packed in COMPRESSIONS:
-        stem = stem.removesuffix(packed)
-    return "\t" if stem.endswith(".tsv") else ","
-THOUSANDS = (",", ".", " ", "'")
-DECIMALS = (".", ",")
-DELIMITERS = (",", ";", "\t", "|")  # field separators of a local CSV
-DATE_ORDERS = ("dmy", "mdy")  # how dates written 31/01/2020 (dmy) or 01/31/2020 (mdy) are read
+    return "\t" if local_format(source.path) == "tsv" else ","
 
 
 def _names(value: Any) -> Any:
@@ -418,7 +419,8 @@ def _source(name: str, entry: Any) -> SourceConfig:
     if Path(path).is_absolute() or ".." in parts or Path(*parts[:2]).as_posix() != LOCAL_DIR or len(parts) < 3:
         raise ConfigError(f"params.yaml: '{key}.path' must be a file under {LOCAL_DIR}/ (relative to the "
                           f"repository root, so DVC tracks it), got {path!r}")
-    if not path.lower().endswith(LOCAL_SUFFIXES):
+    kind = local_format(path)
+    if kind is None:
         raise ConfigError(f"params.yaml: '{key}.path' must end in .csv or .tsv (compressed or not: "
                           f"{', '.join(COMPRESSIONS)} after it), .parquet, .xlsx or .arff, got {path!r}")
     if source.target is None:
@@ -427,12 +429,11 @@ def _source(name: str, entry: Any) -> SourceConfig:
     if both:
         raise ConfigError(f"params.yaml: '{key}.numeric' and '{key}.categorical' both list {both}; "
                           f"a column has one type")
-    if entry.get("delimiter") is not None and not is_csv(path):
-        raise ConfigError(f"params.yaml: '{key}.delimiter' applies only to a CSV file, not {path!r}")
-    if entry.get("encoding") is not None and not (is_csv(path) or path.lower().endswith(".arff")):
-        raise ConfigError(f"params.yaml: '{key}.encoding' applies only to a CSV or ARFF file, not {path!r}")
-    if entry.get("sheet") is not None and not path.lower().endswith(".xlsx"):
-        raise ConfigError(f"params.yaml: '{key}.sheet' applies only to an Excel file (.xlsx), not {path!r}")
+    for option, formats, what in (("delimiter", ("csv", "tsv"), "a CSV file"),
+                                  ("encoding", ("csv", "tsv", "arff"), "a CSV or ARFF file"),
+                                  ("sheet", ("excel",), "an Excel file (.xlsx)")):
+        if entry.get(option) is not None and kind not in formats:
+            raise ConfigError(f"params.yaml: '{key}.{option}' applies only to {what}, not {path!r}")
     if source.thousands == source.decimal:
         raise ConfigError(f"params.yaml: '{key}.thousands' and '{key}.decimal' are both {source.decimal!r}; "
                           f"they must differ")

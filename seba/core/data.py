@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from seba.core import paths
-from seba.core.config import DELIMITERS, csv_delimiter, is_csv
+from seba.core.config import DELIMITERS, csv_delimiter, local_format
 from seba.core.errors import ConfigError, DataError
 from seba.core.runtime import atomic_path, lazy_module, log
 
@@ -497,9 +497,8 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
     """The file as it is: a CSV (fields separated by ``delimiter``, text in ``encoding``) as text
     (every cell a string, nothing converted), a parquet file with its own column types, a sheet
     of an Excel workbook with the types pandas infers, an ARFF file with its attributes' types."""
-    ending = path.name.lower()
-    kind = ("csv" if is_csv(path) else "excel" if ending.endswith(".xlsx") else "arff" if ending.endswith(".arff")
-            else "parquet")
+    kind = local_format(path)
+    kind = "csv" if kind == "tsv" else kind  # a TSV is a CSV with its own delimiter
     opened = _text_encoding(encoding)
     try:
         if kind == "csv":
@@ -541,9 +540,9 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
 
 
 def _not_encoded(path: Path, where: str, key: str, encoding: str, exc: UnicodeError) -> str:
-    """The error for a CSV that is not text in ``encoding``: where it stops being so ('invalid start
-    byte 0xe9 at byte 91, line 4'; pandas reports positions within its read buffer, not the
-    file), and the encoding it likely is: UTF-16 for a file starting with its byte-order mark;
+    """The error for a CSV or ARFF file that is not text in ``encoding``: where it stops being so
+    ('invalid start byte 0xe9 at byte 91, line 4'; pandas reports positions within its read
+    buffer, not the file), and the encoding it likely is: UTF-16 for a file starting with its byte-order mark;
     Windows-1252 (as Excel writes CSV on Western European Windows) for a file that is text in it,
     with what the byte is there."""
     data = _csv_bytes(path)
@@ -1078,7 +1077,7 @@ def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]
     if source.target not in frame.columns:
         close = [c for c in frame.columns if c.lower() == source.target.lower()]
         hint = f" (did you mean '{close[0]}'?)" if close else ""
-        if frame.shape[1] == 1 and is_csv(path):
+        if frame.shape[1] == 1 and local_format(path) in ("csv", "tsv"):
             hint += _delimiter_hint(path, delimiter, key, _text_encoding(source.encoding))
         raise DataError(f"{where}: target column '{source.target}' not found{hint}; "
                         f"columns: {', '.join(frame.columns[:20])}{' ...' if frame.shape[1] > 20 else ''}")
