@@ -381,6 +381,8 @@ def write_local(repo: Path, name: str, content: bytes | pd.DataFrame) -> None:
     else:
         path.write_bytes(content)
 
+# a small comma-separated table of two features and a label
+_SMALL_CSV = ("a,b,label\n" + "".join(f"{i % 7},{i % 5},{'xy'[i % 2]}\n" for i in range(30))).encode()
 
 LOCAL_CASES = [
     ("missing file", None, {"path": "data/local/absent.csv", "target": "label"},
@@ -446,7 +448,7 @@ LOCAL_CASES = [
      ["the data rows have 2 fields more than the header (1 names)",
       "(the file separates its fields with ';', not ',': set delimiter: ';' in 'sources.mine')"]),
     ("a comma-separated file read with tabs",
-     ("a,b,label\n" + "".join(f"{i % 7},{i % 5},{'xy'[i % 2]}\n" for i in range(30))).encode(),
+     _SMALL_CSV,
      {"path": "data/local/bad.csv", "target": "label", "delimiter": "\t"},
      ["target column 'label' not found", "(the file separates its fields with ',', not '\\t': set delimiter: ','"]),
     ("a header without rows", b"a,b,label\n", {"path": "data/local/bad.csv", "target": "label"}, ["no data rows"]),
@@ -487,7 +489,6 @@ def zipped(files: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-_SMALL_CSV = ("a,b,label\n" + "".join(f"{i % 7},{i % 5},{'xy'[i % 2]}\n" for i in range(30))).encode()
 # (case id, file name, its bytes, fragments of the error)
 COMPRESSED_CASES = [
     ("a zip archive of two files", "bad.csv.zip", zipped({"a.csv": _SMALL_CSV, "b.csv": _SMALL_CSV}),
