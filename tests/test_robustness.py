@@ -381,6 +381,7 @@ def write_local(repo: Path, name: str, content: bytes | pd.DataFrame) -> None:
     else:
         path.write_bytes(content)
 
+
 # a small comma-separated table of two features and a label
 _SMALL_CSV = ("a,b,label\n" + "".join(f"{i % 7},{i % 5},{'xy'[i % 2]}\n" for i in range(30))).encode()
 
