@@ -25,6 +25,7 @@ def main() -> None:
     with atomic_path(paths.raw_table(root, args.dataset)) as tmp:
         frame.to_parquet(tmp)
     write_json(paths.raw_info(root, args.dataset), info)
+    write_json(paths.own_pretrain(root, args.dataset), dict(source.pretrain))  # what its pretrain stages depend on
     log(f"[fetch {args.dataset}] {info['rows']} rows x {info['features']} features from {info['source']} "
         f"({time.perf_counter() - start:.1f}s)")
     tracked = {"openml_id": source.openml_id, "path": source.path, "fetch.source": params.fetch.source,

@@ -26,7 +26,8 @@ def spelled(*found: Path | str) -> set[str]:
 def test_every_stage_output_is_a_path_of_seba_paths():
     d, ds, m = "${item}", "${item.dataset}", "${item.method}"
     assert entries(body("validate")["outs"]) == spelled(paths.VALIDATED)
-    assert entries(body("fetch")["outs"]) == spelled(paths.raw_table(HERE, d), paths.raw_info(HERE, d))
+    assert entries(body("fetch")["outs"]) == spelled(paths.raw_table(HERE, d), paths.raw_info(HERE, d),
+                                                         paths.own_pretrain(HERE, d))
     assert entries(body("preprocess")["outs"]) == spelled(paths.processed(HERE, d), paths.schema_report(HERE, d))
     assert entries(body("split")["outs"]) == spelled(paths.splits(HERE, d))
     [models] = entries(body("pretrain")["outs"])
@@ -45,6 +46,6 @@ def test_every_stage_output_is_a_path_of_seba_paths():
 def test_stage_inputs_are_paths_of_seba_paths():
     assert {paths.SNAPSHOT, paths.LOCAL} <= entries(body("validate")["deps"])
     assert paths.PAPER_RESULTS in entries(body("aggregate")["deps"])
-    assert spelled(paths.processed(HERE, "${item.dataset}"), paths.splits(HERE, "${item.dataset}")) <= entries(
-        body("pretrain")["deps"])
+    assert spelled(paths.processed(HERE, "${item.dataset}"), paths.splits(HERE, "${item.dataset}"),
+                   paths.own_pretrain(HERE, "${item.dataset}")) <= entries(body("pretrain")["deps"])
     assert Path(paths.episodes(HERE, "x")).parent.as_posix() in entries(body("aggregate")["deps"])

@@ -143,6 +143,26 @@ def test_only_affected_stages_rerun_after_params_edits(repo):
                      "evaluate@cmc", "baseline@knn-cmc", "aggregate", "track"}
     assert dry() == set()
 
+    # an edit of how a local table is read that leaves the table as it was reruns its fetch only: the
+    # pretrain stages depend on the dataset's own pretrain values as fetch writes them, not on its source entry
+    (work / "data/local").mkdir(exist_ok=True)
+    table = pd.read_parquet(work / "data/raw/cmc.parquet")
+    table.to_csv(work / "data/local/cmc.csv", index=False)
+    table.to_csv(work / "data/local/cmc.csv.gz", index=False)
+    set_params(work, {"sources": {"cmc": {"path": "data/local/cmc.csv", "target": "class"}}})
+    assert "pretrain@cmc-0.2" in stages_run(run(["dvc", "repro"], work, env).stdout)
+    assert json.loads((work / "data/raw/cmc.pretrain.json").read_text()) == {}
+    set_params(work, {"sources": {"cmc": {"path": "data/local/cmc.csv.gz", "target": "class", "delimiter": ",",
+                                          "max_categories": 60}}})
+    # (aggregate records the whole params.yaml)
+    assert stages_run(run(["dvc", "repro"], work, env).stdout) == {"validate", "fetch@cmc", "aggregate", "track"}
+    set_params(work, {"sources": {"cmc": {"path": "data/local/cmc.csv.gz", "target": "class",
+                                          "pretrain": {"patience": 3}}}})
+    assert stages_run(run(["dvc", "repro"], work, env).stdout) == {
+        "validate", "fetch@cmc", "pretrain@cmc-0.2", "pretrain@cmc-0.5", "evaluate@cmc", "aggregate", "track"}
+    assert json.loads((work / "data/raw/cmc.pretrain.json").read_text()) == {"patience": 3}
+    assert dry() == set()
+
 
 def test_ablation_switches_rerun_only_what_they_affect_and_run(repo):
     work, env, _ = repo

@@ -39,6 +39,13 @@ def raw_info(root: Path, dataset: str) -> Path:
     return root / "data" / "raw" / f"{dataset}.json"
 
 
+def own_pretrain(root: Path, dataset: str) -> Path:
+    """The dataset's own `pretrain` values (``sources.<name>.pretrain``) as its fetch stage read
+    them: its pretrain stages depend on this file, not on the whole source entry, so an edit of how
+    the table is read reruns pretraining only when the table or these values change."""
+    return root / "data" / "raw" / f"{dataset}.pretrain.json"
+
+
 def processed(root: Path, dataset: str) -> Path:
     """The encoded table (seba.core.data.EncodedTable)."""
     return root / "data" / "processed" / f"{dataset}.npz"
