@@ -128,10 +128,15 @@ def test_only_affected_stages_rerun_after_params_edits(repo):
 
     # a dataset's own pretrain value reruns its pretraining only (its fetch reruns, reads the same
     # table, and nothing between fetch and pretrain follows), and is what its encoders record
+    run(["dvc", "repro", "analyses/dvc.yaml"], work, env)  # the opt-in analyses: up to date, or run now
     set_params(work, {"sources": {"diabetes": {"openml_id": 37, "pretrain": {"patience": 3}}}})
     assert stages_run(run(["dvc", "repro"], work, env).stdout) == {
         "validate", "fetch@diabetes", "pretrain@diabetes-0.2", "pretrain@diabetes-0.5", "evaluate@diabetes", "aggregate",
         "track"}
+    assert dry() == set()
+    # the k-NN analysis lists no `sources`: a dataset's own pretrain values reach it through the
+    # encoders (their checkpoints record them)
+    assert "analyses/dvc.yaml:analysis" in stages_run(run(["dvc", "repro", "analyses/dvc.yaml"], work, env).stdout)
     assert dry() == set()
     for name, patience in (("diabetes", 3), ("cmc", TINY["pretrain"]["patience"])):
         checkpoint = torch.load(work / "data" / "models" / name / "r0.2" / "seed0.pt", weights_only=True)
