@@ -54,7 +54,7 @@ def _labels(name: str, params: Params, root: Path):
     raw = paths.raw_table(root, name)
     snapshot = root / paths.SNAPSHOT
     if source.is_local:
-        frame, _ = load_local_table(name, source, root)
+        frame, _ = load_local_table(name, source, root, stage="validate")  # its notices tagged as validate's
         return _codes(frame) + (source.path,)
     entry = read_manifest(snapshot).get(str(source.openml_id))
     verified = None  # the snapshot file, once checked

@@ -308,6 +308,23 @@ def test_a_table_the_user_supplies_is_left_to_fetch_unless_the_snapshot_is_the_s
     assert "is not in the repository (35 MB)" in message and "data/snapshot/fashion.parquet" in message
 
 
+def test_what_a_stage_says_of_a_table_it_reads_is_tagged_with_that_stage(repo, no_mlflow, capsys, monkeypatch):
+    """validate reads a local table to check it, as fetch does after it: the notices and warnings
+    of each read carry the stage that read it, so a `dvc repro` log does not show fetch running
+    inside validate."""
+    frame = pd.concat([pd.read_csv(repo / "data" / "local" / "good.csv")] * 4, ignore_index=True)  # rows for 10 shots
+    frame["age"] = frame["age"].astype(object)
+    frame.loc[:2, "age"] = "NA"
+    frame.to_csv(repo / "data" / "local" / "marked.csv", index=False)
+    edit_params(repo, add_dataset("mine", {"path": "data/local/marked.csv", "target": "label"}))
+    monkeypatch.chdir(repo)
+    assert validate_main(["--root", str(repo)]) == 0
+    said = capsys.readouterr().err
+    assert "[validate mine] column 'age': 3 cell(s) marked missing ('NA' x3)" in said and "[fetch" not in said, said
+    code, said = run_stage_script("fetch", ["--dataset", "mine"], monkeypatch, capsys)
+    assert code == 0 and "[fetch mine] column 'age': 3 cell(s) marked missing ('NA' x3)" in said, said
+
+
 def test_an_openml_id_not_in_the_snapshot_needs_openml_or_its_cache(repo, capsys, monkeypatch):
     """A mistyped id offline would pass validation and fail in fetch after DVC removed the fetched
     table; a table in the openml client's cache needs no connection."""

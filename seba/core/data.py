@@ -415,7 +415,7 @@ def _text_encoding(encoding: str) -> str:
     return "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
 
 
-def _read_excel(path: Path, where: str, key: str, sheet: str | int | None) -> pd.DataFrame:
+def _read_excel(path: Path, where: str, key: str, sheet: str | int | None, tag: str = "fetch") -> pd.DataFrame:
     """One sheet of an Excel workbook (the first unless ``sheet`` names another, by name or by
     position from 0), its first row the header, each column with the type pandas infers from
     its cells (numbers, dates; a column of mixed cells is text). Needs openpyxl."""
@@ -425,7 +425,7 @@ def _read_excel(path: Path, where: str, key: str, sheet: str | int | None) -> pd
         raise DataError(f"{where}: reading an Excel file needs the openpyxl package: pip install -e \".[excel]\" "
                         f"(or pip install openpyxl), or save the sheet as CSV") from None
     try:
-        return _excel_sheet(path, where, key, sheet)
+        return _excel_sheet(path, where, key, sheet, tag)
     except DataError:
         raise
     except Exception as exc:  # openpyxl's own errors on a file that is not a workbook, or a damaged one
@@ -433,7 +433,7 @@ def _read_excel(path: Path, where: str, key: str, sheet: str | int | None) -> pd
         raise DataError(f"{where}: cannot be read as an Excel workbook: {first}") from None
 
 
-def _excel_sheet(path: Path, where: str, key: str, sheet: str | int | None) -> pd.DataFrame:
+def _excel_sheet(path: Path, where: str, key: str, sheet: str | int | None, tag: str = "fetch") -> pd.DataFrame:
     """The chosen sheet of the workbook (see ``_read_excel``), with the header as written."""
     with pd.ExcelFile(path, engine="openpyxl") as book:
         names = [str(n) for n in book.sheet_names]
@@ -441,7 +441,7 @@ def _excel_sheet(path: Path, where: str, key: str, sheet: str | int | None) -> p
         if sheet is None:
             chosen = names[0]
             if len(names) > 1:
-                log(f"[fetch] {where}: read its first sheet '{chosen}' of {len(names)} ({listed}); set "
+                log(f"[{tag}] {where}: read its first sheet '{chosen}' of {len(names)} ({listed}); set "
                     f"'{key}.sheet' to read another")
         elif isinstance(sheet, int):
             if not 0 <= sheet < len(names):
@@ -493,7 +493,7 @@ def _read_arff(path: Path, where: str, encoding: str = "utf-8") -> pd.DataFrame:
 
 
 def _read_local(path: Path, where: str, key: str = "the source", delimiter: str = ",",
-                encoding: str = "utf-8", sheet: str | int | None = None) -> pd.DataFrame:
+                encoding: str = "utf-8", sheet: str | int | None = None, tag: str = "fetch") -> pd.DataFrame:
     """The file as it is: a CSV (fields separated by ``delimiter``, text in ``encoding``) as text
     (every cell a string, nothing converted), a parquet file with its own column types, a sheet
     of an Excel workbook with the types pandas infers, an ARFF file with its attributes' types."""
@@ -509,18 +509,18 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
                 # data rows with one field more than the header: pandas would take the first column
                 # for a row index and shift every name by one column
                 frame = _without_trailing_field(frame, path, read, where,
-                                                _delimiter_hint(path, delimiter, key, opened))
+                                                _delimiter_hint(path, delimiter, key, opened), tag)
             with io.TextIOWrapper(_csv_stream(path), encoding=opened, newline="") as fh:  # the header as
                 header = next(csv.reader(fh, delimiter=delimiter), None)  # written (pandas renames 'a', 'a.1')
             if header is not None and len(header) == frame.shape[1]:
                 frame.columns = [h.strip() or f"Unnamed: {i}" for i, h in enumerate(header)]
         elif kind == "excel":
-            frame = _read_excel(path, where, key, sheet)
+            frame = _read_excel(path, where, key, sheet, tag)
         elif kind == "arff":
             frame = _read_arff(path, where, encoding)
         else:
             _check_parquet_schema(path, where)
-            frame = _index_as_columns(pd.read_parquet(path), where)
+            frame = _index_as_columns(pd.read_parquet(path), where, tag)
     except UnicodeError as exc:  # a UnicodeDecodeError; UTF-16 without a byte-order mark raises its base
         raise DataError(_not_encoded(path, where, key, encoding, exc)) from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, OSError, EOFError, csv.Error,
@@ -594,7 +594,8 @@ def _delimiter_hint(path: Path, delimiter: str, key: str, opened: str = "utf-8-s
             f"'{key}')") if other else ""
 
 
-def _without_trailing_field(frame: pd.DataFrame, path: Path, read: dict, where: str, hint: str = "") -> pd.DataFrame:
+def _without_trailing_field(frame: pd.DataFrame, path: Path, read: dict, where: str, hint: str = "",
+                            tag: str = "fetch") -> pd.DataFrame:
     """A CSV whose data rows have one field more than its header (read by pandas with the first
     field as a row index): a trailing delimiter on every row (the extra fields all empty) is read
     without it; data in the extra fields is an error, not a silent shift of the names."""
@@ -609,19 +610,19 @@ def _without_trailing_field(frame: pd.DataFrame, path: Path, read: dict, where: 
                            ": a column has no name (a first column of row names, as R's write.table writes "
                            "them, or a last one); give every column a name in the first line (an unnamed "
                            "first column is dropped if it is a row index)"))
-    log(f"[fetch] {where}: every data row ends in a delimiter after its last field; read without it")
+    log(f"[{tag}] {where}: every data row ends in a delimiter after its last field; read without it")
     with warnings.catch_warnings():  # pandas warns that the (empty) last fields are left out
         warnings.simplefilter("ignore", pd.errors.ParserWarning)
         return _read_csv(path, where, index_col=False, **read)
 
 
-def _index_as_columns(frame: pd.DataFrame, where: str) -> pd.DataFrame:
+def _index_as_columns(frame: pd.DataFrame, where: str, tag: str = "fetch") -> pd.DataFrame:
     """A parquet file's named index levels (a column the writer made the index, e.g. with
     ``set_index``) back as columns; unnamed levels (row labels) dropped. Rows are counted from 0
     in file order."""
     names = [n for n in frame.index.names if n is not None]
     if names:
-        log(f"[fetch] {where}: index column(s) {', '.join(repr(str(n)) for n in names)} read as column(s)")
+        log(f"[{tag}] {where}: index column(s) {', '.join(repr(str(n)) for n in names)} read as column(s)")
         frame = frame.reset_index(level=names)
     return frame.reset_index(drop=True)
 
@@ -1054,7 +1055,7 @@ def _index_like(column: str, values: pd.Series, kind: str) -> tuple[str, str, bo
     return None
 
 
-def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]:
+def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tuple[pd.DataFrame, dict]:
     """A user's CSV / TSV / parquet / Excel / ARFF table (``sources.<name>.path``) in the raw table format.
 
     Every column's type is inferred by fixed rules (docs/own-table.md) and recorded: a column
@@ -1065,6 +1066,7 @@ def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]
     integer id, and an all-missing column, are dropped; ``numeric`` / ``categorical`` force a
     column's type (and keep it). Rows without a target are dropped. The record of every column
     rides along with the table (``frame.attrs[SCHEMA_ATTR]``) for preprocess's schema report.
+    Its notices and warnings are logged tagged ``[<stage> <name>]``: the stage reading the table.
     """
     key = f"sources.{name}"
     where = f"dataset '{name}' ({source.path})"
@@ -1073,7 +1075,7 @@ def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]
     if not path.is_file():
         raise DataError(f"{where}: file not found")
     delimiter = csv_delimiter(source)
-    frame = _read_local(path, where, key, delimiter, source.encoding, source.sheet)
+    frame = _read_local(path, where, key, delimiter, source.encoding, source.sheet, stage)
     if source.target not in frame.columns:
         close = [c for c in frame.columns if c.lower() == source.target.lower()]
         hint = f" (did you mean '{close[0]}'?)" if close else ""
@@ -1135,12 +1137,12 @@ def load_local_table(name: str, source, root: Path) -> tuple[pd.DataFrame, dict]
                 record["renamed"] = free
     result[LABEL] = target.reset_index(drop=True).astype(object).astype("category")
     for note in notes:
-        log(f"[fetch {name}] {note}")
+        log(f"[{stage} {name}] {note}")
     for record in records:
         for line in record["notices"]:
-            log(f"[fetch {name}] {line}")
+            log(f"[{stage} {name}] {line}")
         for line in record["warnings"]:
-            log(f"[fetch {name}] WARNING {line}")
+            log(f"[{stage} {name}] WARNING {line}")
     result.attrs[SCHEMA_ATTR] = json.dumps({"target": source.target, "rows_without_target": unlabeled,
                                             "columns": records})
     return result, {"source": "local", "file": source.path, "sha256": sha256_file(path),
