@@ -7,8 +7,12 @@ training in `.dvc/tmp/seba-resume/<dataset>-<ratio>/` (the DVC directory of the 
 cache the run uses, so a queued experiment's copy shares it): its rerun trains only the others.
 A kept seed is used only when everything its training depends on is the same (its rows, the
 `pretrain` values, the ratio, the device, the precision, the torch threads, torch's version and
-the code of `seba`); on a CPU its encoder is then the one an uninterrupted run trains, bit for
-bit. The folder is removed when the stage ends."""
+the code of `seba` and of the stage script); on a CPU its encoder is then the one an uninterrupted run trains, bit for
+bit. The folder is removed when the stage ends.
+
+Seeds added to ``seeds`` train alone: when ``seeds`` changed, a seed of the stage's earlier
+output (as ``dvc.lock`` records it, in DVC's cache) whose key, stored in its ``log.json`` entry,
+is the new run's is reused as a kept seed is."""
 
 from __future__ import annotations
 
@@ -86,10 +90,16 @@ def prepare(params: Params, dataset: str, ratio: float | str, root: Path) -> Pre
     keys = resume_keys(table, [(s.source.train, s.source.val) for s in seeds], params.seeds, ratio, cfg, device,
                        precision, worker_threads)
     resumed = load_resumed(where, seeds, keys)
-    todo = [i for i in range(len(seeds)) if i not in resumed]
     if resumed:
         log(f"{stage} {len(resumed)} of {len(seeds)} seeds kept from an interrupted run ({where}): "
-            f"{len(todo)} to train")
+            f"{len(seeds) - len(resumed)} to train")
+    reused = load_earlier(root, dataset, ratio, seeds, keys, skip=resumed)
+    if reused:
+        log(f"{stage} {len(reused)} of {len(seeds)} seeds reused from this stage's earlier output, trained on the same "
+            f"rows with the same values and code (dvc.lock, DVC's cache): {len(seeds) - len(resumed) - len(reused)} "
+            f"to train")
+    resumed.update(reused)
+    todo = [i for i in range(len(seeds)) if i not in resumed]
     stacks = []
     if todo and executor is None:
         workers = min(workers, len(todo))
@@ -140,11 +150,13 @@ def resume_dir(root: Path, dataset: str, ratio: float | str) -> Path:
 
 
 def code_digest() -> str:
-    """sha256 of every source file of the `seba` package (what a seed's training runs)."""
+    """sha256 of every source file of the `seba` package and of the stage script beside it
+    (what a seed's training runs)."""
     digest = hashlib.sha256()
     package = Path(__file__).resolve().parent
-    for path in sorted(package.rglob("*.py")):
-        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
+    script = package.parent / "stages" / "pretrain.py"
+    for path in sorted(package.rglob("*.py")) + ([script] if script.is_file() else []):
+        digest.update(str(path.relative_to(package.parent)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
@@ -191,6 +203,73 @@ def load_resumed(where: Path, seeds: list[SeedData], keys: list[str]) -> dict:
         except Exception as exc:  # a damaged or foreign file: train the seed again
             log(f"{data.label} the kept result {path} cannot be read ({type(exc).__name__}); training it again")
     return kept
+
+
+def dvc_cache_dir(root: Path) -> Path:
+    """The DVC cache of the repository at ``root``: ``[cache] dir`` of ``.dvc/config.local`` or
+    ``.dvc/config`` (relative to ``.dvc``), else ``.dvc/cache``."""
+    dvc_dir = root / ".dvc"
+    for name in ("config.local", "config"):
+        config = configparser.ConfigParser()
+        try:
+            config.read(dvc_dir / name)
+            cache = Path(config.get("cache", "dir"))
+        except (configparser.Error, OSError):
+            continue
+        return cache if cache.is_absolute() else dvc_dir / cache
+    return dvc_dir / "cache"
+
+
+def earlier_output(root: Path, dataset: str, ratio: float | str) -> dict[str, Path]:
+    """The files of this stage's output as the repository's ``dvc.lock`` last recorded it, in DVC's
+    cache (relative path -> cached file; DVC removes the output itself before it runs the stage):
+    {} when there is none or it cannot be read."""
+    import yaml
+
+    stage = f"pretrain@{dataset}-{ratio_tag(ratio)[1:]}"
+    output = paths.models(Path(), dataset, ratio).as_posix()
+    objects = dvc_cache_dir(root) / "files" / "md5"
+    try:
+        lock = yaml.load((root / "dvc.lock").read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        [md5] = [out["md5"] for out in lock["stages"][stage]["outs"] if out["path"] == output]
+        listing = json.loads((objects / md5[:2] / md5[2:]).read_text())
+        return {entry["relpath"]: objects / entry["md5"][:2] / entry["md5"][2:] for entry in listing}
+    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
+        return {}
+
+
+def load_earlier(root: Path, dataset: str, ratio: float | str, seeds: list[SeedData], keys: list[str],
+                 skip: dict) -> dict:
+    """The seeds (position in ``seeds`` -> PretrainResult) that this stage's earlier output holds
+    with the same key (``resume_keys``: the same rows, `pretrain` values, ratio, device,
+    precision, threads, torch and code), when that output has other seeds than ``seeds`` (seeds
+    added or removed): a run of the same seeds (`dvc repro --force`) trains them all. Positions
+    in ``skip`` and files that cannot be read are left to train."""
+    import torch
+
+    files = earlier_output(root, dataset, ratio)
+    if "log.json" not in files:
+        return {}
+    try:
+        entries = json.loads(files["log.json"].read_text())["seeds"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    if not isinstance(entries, dict) or set(entries) == {str(data.seed) for data in seeds}:
+        return {}
+    reused = {}
+    for i, (data, key) in enumerate(zip(seeds, keys)):
+        entry = entries.get(str(data.seed))
+        checkpoint = files.get(paths.checkpoint(Path(), dataset, ratio, data.seed).name)
+        if i in skip or not isinstance(entry, dict) or entry.get("key") != key or checkpoint is None:
+            continue
+        try:
+            encoder = torch.load(checkpoint, map_location="cpu", weights_only=True)["encoder"]
+            fields = {f.name for f in dataclasses.fields(PretrainResult)} - {"encoder_state"}
+            values = {k: entry[k] for k in fields}
+            reused[i] = PretrainResult(encoder_state=encoder, **{**values, "capped": bool(values["capped"])})
+        except Exception as exc:  # a damaged or foreign file: train the seed
+            log(f"{data.label} its earlier encoder {checkpoint} cannot be read ({type(exc).__name__}); training it")
+    return reused
 
 
 def keep_for_resume(run: PretrainRun, i: int, result: PretrainResult) -> None:
@@ -299,7 +378,8 @@ def record(run: PretrainRun, data: SeedData, result: PretrainResult, tracker, pl
                "best_val_loss": result.best_val_loss, "seconds": round(result.seconds, 3),
                "masked_columns": result.masked_columns, "steps": result.steps, "capped": int(result.capped)}
     run.training_log["precision"] = result.precision
-    run.training_log["seeds"][str(seed)] = {**summary, "precision": result.precision, "health_warning": warning,
+    key = run.keys[[s.seed for s in run.seeds].index(seed)]  # what a later run with more seeds reuses it by
+    run.training_log["seeds"][str(seed)] = {**summary, "key": key, "precision": result.precision, "health_warning": warning,
                                             "cuda_graphs": result.cuda_graphs,
                                             "stack_size": result.stack_size,
                                             "train_loss": result.train_loss, "val_loss": result.val_loss,

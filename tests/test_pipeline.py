@@ -204,6 +204,39 @@ def test_ablation_switches_rerun_only_what_they_affect_and_run(repo):
     assert dry() == set()
 
 
+def test_adding_seeds_trains_only_the_new_ones(repo):
+    """A pretrain stage whose seeds grow reuses the seeds of its earlier output (dvc.lock, DVC's
+    cache) that were trained on the same rows with the same values and code: the encoders are the
+    earlier bytes and the log entries the earlier entries; only the new seed trains."""
+    work, env, _ = repo
+    original = (work / "params.yaml").read_text()
+    models = work / "data/models/diabetes/r0.2"
+    one_thread = {"workers": 1, "threads": 1}  # the threads a seed trains with are part of what it is
+    set_params(work, {"seeds": [0, 1], "pretrain": one_thread})
+    run(["dvc", "repro"], work, env)
+    before = {p.name: p.read_bytes() for p in models.glob("seed*.pt")}
+    logged = json.loads((models / "log.json").read_text())["seeds"]
+    assert set(before) == {"seed0.pt", "seed1.pt"} and all(len(e["key"]) == 32 for e in logged.values())
+    set_params(work, {"seeds": [0, 1, 2]})
+    output = run(["dvc", "repro"], work, env)
+    said = output.stdout + output.stderr
+    assert "[pretrain diabetes r=0.2] 2 of 3 seeds reused from this stage's earlier output" in said, said[-3000:]
+    assert "[pretrain diabetes r=0.2 seed 2 (3/3)] done" in said and "seed 0 (1/3)] done" not in said
+    assert {p.name for p in models.glob("seed*.pt")} == {"seed0.pt", "seed1.pt", "seed2.pt"}
+    assert all(before[name] == (models / name).read_bytes() for name in before)
+    after = json.loads((models / "log.json").read_text())["seeds"]
+    assert {s: after[s] for s in ("0", "1")} == logged and "2" in after
+    # a run of the same seeds (forced) trains them all
+    output = run(["dvc", "repro", "--force", "--single-item", "pretrain@diabetes-0.2"], work, env)
+    assert "reused" not in output.stdout + output.stderr and "seed 0 (1/3)] done" in output.stdout + output.stderr
+    # another value of a `pretrain` key: nothing is reused
+    set_params(work, {"pretrain": {"lr": 0.002}})
+    assert "reused" not in (lambda r: r.stdout + r.stderr)(run(["dvc", "repro"], work, env))
+    (work / "params.yaml").write_text(original)
+    run(["dvc", "repro"], work, env)  # the earlier outputs, from DVC's run cache
+    assert stages_run(run(["dvc", "repro", "--dry"], work, env).stdout) == set()
+
+
 def test_a_broken_mlflow_store_only_warns_and_outputs_are_complete(repo):
     work, env, _ = repo
     (work / "reports/results.md").unlink()
