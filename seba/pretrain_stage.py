@@ -7,8 +7,8 @@ training in `.dvc/tmp/seba-resume/<dataset>-<ratio>/` (the DVC directory of the 
 cache the run uses, so a queued experiment's copy shares it): its rerun trains only the others.
 A kept seed is used only when everything its training depends on is the same (its rows, the
 `pretrain` values, the ratio, the device, the precision, the torch threads, torch's version and
-the code of `seba` and of the stage script); on a CPU its encoder is then the one an uninterrupted run trains, bit for
-bit. The folder is removed when the stage ends.
+the code of `seba` and of the stage script); on a CPU its encoder is then the one an
+uninterrupted run trains, bit for bit. The folder is removed when the stage ends.
 
 Seeds added to ``seeds`` train alone: when ``seeds`` changed, a seed of the stage's earlier
 output (as ``dvc.lock`` records it, in DVC's cache) whose key, stored in its ``log.json`` entry,
@@ -134,6 +134,14 @@ def resume_dir(root: Path, dataset: str, ratio: float | str) -> Path:
     """`.dvc/tmp/seba-resume/<dataset>-<ratio>` of the repository whose DVC cache this checkout
     uses: a queued experiment's copy (`.dvc/tmp/exps/tmp*`) names the workspace's cache in its
     `.dvc/config.local`, and a rerun of the experiment runs in another copy."""
+    cache = dvc_cache_dir(root)
+    dvc_dir = cache.parent if cache.name == "cache" and cache.parent.name == ".dvc" else root / ".dvc"
+    return dvc_dir / "tmp" / "seba-resume" / f"{dataset}-{ratio_tag(ratio)[1:]}"
+
+
+def dvc_cache_dir(root: Path) -> Path:
+    """The DVC cache of the repository at ``root``: ``[cache] dir`` of ``.dvc/config.local`` or
+    ``.dvc/config`` (relative to ``.dvc``), else ``.dvc/cache``."""
     dvc_dir = root / ".dvc"
     for name in ("config.local", "config"):
         config = configparser.ConfigParser()
@@ -142,11 +150,8 @@ def resume_dir(root: Path, dataset: str, ratio: float | str) -> Path:
             cache = Path(config.get("cache", "dir"))
         except (configparser.Error, OSError):
             continue
-        cache = cache if cache.is_absolute() else (dvc_dir / cache)
-        if cache.name == "cache" and cache.parent.name == ".dvc":
-            dvc_dir = cache.parent
-            break
-    return dvc_dir / "tmp" / "seba-resume" / f"{dataset}-{ratio_tag(ratio)[1:]}"
+        return cache if cache.is_absolute() else dvc_dir / cache
+    return dvc_dir / "cache"
 
 
 def code_digest() -> str:
@@ -203,21 +208,6 @@ def load_resumed(where: Path, seeds: list[SeedData], keys: list[str]) -> dict:
         except Exception as exc:  # a damaged or foreign file: train the seed again
             log(f"{data.label} the kept result {path} cannot be read ({type(exc).__name__}); training it again")
     return kept
-
-
-def dvc_cache_dir(root: Path) -> Path:
-    """The DVC cache of the repository at ``root``: ``[cache] dir`` of ``.dvc/config.local`` or
-    ``.dvc/config`` (relative to ``.dvc``), else ``.dvc/cache``."""
-    dvc_dir = root / ".dvc"
-    for name in ("config.local", "config"):
-        config = configparser.ConfigParser()
-        try:
-            config.read(dvc_dir / name)
-            cache = Path(config.get("cache", "dir"))
-        except (configparser.Error, OSError):
-            continue
-        return cache if cache.is_absolute() else dvc_dir / cache
-    return dvc_dir / "cache"
 
 
 def earlier_output(root: Path, dataset: str, ratio: float | str) -> dict[str, Path]:
@@ -379,7 +369,8 @@ def record(run: PretrainRun, data: SeedData, result: PretrainResult, tracker, pl
                "masked_columns": result.masked_columns, "steps": result.steps, "capped": int(result.capped)}
     run.training_log["precision"] = result.precision
     key = run.keys[[s.seed for s in run.seeds].index(seed)]  # what a later run with more seeds reuses it by
-    run.training_log["seeds"][str(seed)] = {**summary, "key": key, "precision": result.precision, "health_warning": warning,
+    run.training_log["seeds"][str(seed)] = {**summary, "key": key, "precision": result.precision,
+                                            "health_warning": warning,
                                             "cuda_graphs": result.cuda_graphs,
                                             "stack_size": result.stack_size,
                                             "train_loss": result.train_loss, "val_loss": result.val_loss,
