@@ -18,6 +18,7 @@ import socket
 import sys
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -1463,6 +1464,42 @@ def test_a_queued_experiment_keeps_seeds_where_the_workspace_does(tmp_path):
     assert resume_dir(workspace, "cmc", "random") == workspace / ".dvc" / "tmp" / "seba-resume" / "cmc-random"
     (copy / ".dvc" / "config.local").write_text("[cache]\ndir = /somewhere/else\n")  # a cache of the user's
     assert resume_dir(copy, "cmc", 0.2) == copy / ".dvc" / "tmp" / "seba-resume" / "cmc-0.2"
+
+
+def test_an_earlier_output_that_cannot_be_read_is_trained_again(tmp_path, capsys):
+    """Seeds are reused from the stage's earlier output only when dvc.lock, DVC's cache and the
+    files all read (tests/test_pipeline.py runs the reuse with DVC itself): without dvc.lock, with
+    its cache object gone (`dvc gc`) or with a damaged checkpoint, the seeds train, and a damaged
+    checkpoint is named."""
+    from seba.pretrain_stage import earlier_output, load_earlier
+
+    seeds = [SimpleNamespace(seed=s, label=f"[pretrain cmc r=0.2 seed {s}]") for s in (0, 1)]
+    assert earlier_output(tmp_path, "cmc", 0.2) == {} and load_earlier(tmp_path, "cmc", 0.2, seeds, ["k0", "k1"], {}) == {}
+    objects = tmp_path / ".dvc" / "cache" / "files" / "md5"
+
+    def cached(name: str, data: bytes) -> dict:
+        md5 = hashlib.md5(data).hexdigest() + (".dir" if name.endswith(".dir") else "")
+        (objects / md5[:2]).mkdir(parents=True, exist_ok=True)
+        (objects / md5[:2] / md5[2:]).write_bytes(data)
+        return {"md5": md5, "relpath": name}
+
+    log_entry = {"key": "k0", "train_loss": [1.0], "val_loss": [1.0], "best_epoch": 1, "stop_epoch": 1,
+                 "best_val_loss": 1.0, "seconds": 0.1, "masked_columns": 1, "precision": "fp32", "steps": 1,
+                 "capped": 0, "cuda_graphs": False, "stack_size": 1}
+    listing = [cached("log.json", json.dumps({"seeds": {"0": log_entry}}).encode()),
+               cached("seed0.pt", b"not a checkpoint")]
+    directory = cached("x.dir", json.dumps(listing).encode())
+    (tmp_path / "dvc.lock").write_text(yaml.safe_dump({"schema": "2.0", "stages": {"pretrain@cmc-0.2": {
+        "outs": [{"path": "data/models/cmc/r0.2", "md5": directory["md5"]}]}}}))
+    assert set(earlier_output(tmp_path, "cmc", 0.2)) == {"log.json", "seed0.pt"}
+    assert load_earlier(tmp_path, "cmc", 0.2, seeds, ["k0", "k1"], {}) == {}  # the damaged checkpoint
+    assert "[pretrain cmc r=0.2 seed 0] its earlier encoder" in capsys.readouterr().err
+    assert load_earlier(tmp_path, "cmc", 0.2, seeds[:1], ["k0"], {}) == {}  # the same seeds: not even read
+    assert "its earlier encoder" not in capsys.readouterr().err
+    for path in objects.rglob("*"):
+        if path.is_file() and path.name == directory["md5"][2:]:
+            path.unlink()  # `dvc gc` took the listing
+    assert earlier_output(tmp_path, "cmc", 0.2) == {}
 
 
 @pytest.mark.parametrize("stage, args", [("fetch", []), ("preprocess", []), ("split", []), ("pretrain", ["--ratio", "0.2"]),
