@@ -32,7 +32,10 @@ if __name__ == "__main__":
         import multiprocessing
 
         with multiprocessing.get_context("spawn").Pool(2) as pool:
-            print("pool", pool.map(square, [1, 2, 3]), flush=True)
+            # one write: the pool's processes print their own lines meanwhile (each print's
+            # pieces are separate writes when PYTHONUNBUFFERED is set), and must not split this one
+            sys.stdout.write(f"pool {pool.map(square, [1, 2, 3])}\\n")
+            sys.stdout.flush()
     sys.exit(int(sys.argv[1]))
 '''
 
