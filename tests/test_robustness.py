@@ -1048,6 +1048,20 @@ def test_a_quirk_that_reshapes_the_table_is_reported(repo, monkeypatch, capsys, 
     assert {k: entry.get(k) for k in expected} == expected, entry
 
 
+def test_dates_that_date_order_misreads_get_the_order_they_show_not_numeric(repo, monkeypatch, capsys):
+    """Month-first dates, three in four of them with a day up to 12, read with date_order: dmy: the
+    cells that read (wrongly) as day-first are over half, but the advice is the order the cells
+    show, not listing the column in `numeric` (which would keep the wrong dates)."""
+    frame = signal_table()
+    frame["x4"] = [f"{1 + i % 12:02d}/{1 + i % 12 if i % 4 else 13 + i % 16:02d}/2024" for i in range(len(frame))]
+    frame.to_csv(repo / "data" / "local" / "mine.csv", index=False)
+    edit_params(repo, add_dataset("mine", {"path": "data/local/mine.csv", "target": "label", "date_order": "dmy"}))
+    code, output = run_stage_script("fetch", ["--dataset", "mine"], monkeypatch, capsys)
+    assert code == 0, output
+    assert "they are month first, not as date_order: dmy reads them: set date_order: mdy" in output, output
+    assert "column 'x4' is read as categorical: only" not in output, output
+
+
 def nested_parquet(kind: str):
     def make(repo: Path) -> dict:
         import pyarrow as pa

@@ -693,23 +693,13 @@ def _text_hint(column: str, written: pd.Series, key: str, date_order: str | None
     if written.empty:
         return None
     if _mostly(written, _OTHER_DATE):
-        parts = written.str.extract(rf"^{_OTHER_DATE}$")
-        first, second = (parts[k].dropna().astype(int) for k in ("first", "second"))
-        example = written.iloc[0]
-        if (first > 12).any() and not (second > 12).any():
-            order = "dmy"
-            example = written[first.index[first > 12][0]]
-        elif (second > 12).any() and not (first > 12).any():
-            order = "mdy"
-            example = written[second.index[second > 12][0]]
-        else:
-            order = None
+        order, example = _order_shown(written)
         lead = f"column '{column}' holds dates written day and month (e.g. '{example}'), read as categorical text: "
-        if order:
+        if order in ("dmy", "mdy"):
             wrong = f", not as date_order: {date_order} reads them" if date_order else ""
             return lead + (f"they are {'day' if order == 'dmy' else 'month'} first{wrong}: set date_order: {order} "
                            f"in '{key}' to read them as numbers (days)")
-        if (first > 12).any():  # days above 12 in both places: no one order reads them
+        if order == "both":  # days above 12 in both places: no one order reads them
             return lead + "they mix both orders: write them as YYYY-MM-DD in the file to read them as numbers (days)"
         return lead + (f"no cell tells the order (no day above 12): set date_order: dmy (31/01/2020) or mdy "
                        f"(01/31/2020) in '{key}' to read them as numbers (days)")
@@ -720,6 +710,19 @@ def _text_hint(column: str, written: pd.Series, key: str, date_order: str | None
         return (f"column '{column}' holds numbers followed by '{word}' (e.g. '{written[words == word].iloc[0]}'), "
                 f"read as categorical text: if '{word}' is a unit, remove it in the file to read them as numbers")
     return None
+
+
+def _order_shown(written: pd.Series) -> tuple[str | None, str]:
+    """The order that dates written day and month (``written``: no missing cells) show, and a cell
+    that shows it: 'dmy' (a number above 12 first, none second), 'mdy' (the reverse), 'both'
+    (above 12 in both places) or None (nowhere)."""
+    parts = written.str.extract(rf"^{_OTHER_DATE}$")
+    first, second = (parts[k].dropna().astype(int) for k in ("first", "second"))
+    if (first > 12).any() and not (second > 12).any():
+        return "dmy", written[first.index[first > 12][0]]
+    if (second > 12).any() and not (first > 12).any():
+        return "mdy", written[second.index[second > 12][0]]
+    return ("both" if (first > 12).any() else None), written.iloc[0]
 
 
 def _ordered_dates(text: pd.Series, order: str) -> pd.Series | None:
@@ -901,7 +904,12 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                 record["number_share"] = round(share, 4)
                 if forced is None and present.any():
                     _refuse_foreign_numbers(column, numbers, source, key, where, unit)
-                    if share >= 0.5:
+                    written = text.dropna()
+                    # dates that date_order does not read: the text hint names the order they show
+                    # (listing the column in `numeric` would read them wrongly)
+                    misread = (source.date_order is not None and _mostly(written, _OTHER_DATE)
+                               and _order_shown(written)[0] != source.date_order)
+                    if share >= 0.5 and not misread:
                         others = text[present & values.isna()].value_counts().to_dict()
                         record["warnings"].append(
                             f"column '{column}' is read as categorical: only {100 * share:.1f}% of its cells are "
