@@ -246,6 +246,7 @@ def load_earlier(root: Path, dataset: str, ratio: float | str, seeds: list[SeedD
         return {}
     if not isinstance(entries, dict) or set(entries) == {str(data.seed) for data in seeds}:
         return {}
+    fields = {f.name for f in dataclasses.fields(PretrainResult)} - {"encoder_state"}  # the rest: log.json's
     reused = {}
     for i, (data, key) in enumerate(zip(seeds, keys)):
         entry = entries.get(str(data.seed))
@@ -254,7 +255,6 @@ def load_earlier(root: Path, dataset: str, ratio: float | str, seeds: list[SeedD
             continue
         try:
             encoder = torch.load(checkpoint, map_location="cpu", weights_only=True)["encoder"]
-            fields = {f.name for f in dataclasses.fields(PretrainResult)} - {"encoder_state"}
             values = {k: entry[k] for k in fields}
             reused[i] = PretrainResult(encoder_state=encoder, **{**values, "capped": bool(values["capped"])})
         except Exception as exc:  # a damaged or foreign file: train the seed

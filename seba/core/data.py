@@ -725,6 +725,12 @@ def _order_shown(written: pd.Series) -> tuple[str | None, str]:
     return ("both" if (first > 12).any() else None), written.iloc[0]
 
 
+def _misread_dates(written: pd.Series, date_order: str | None) -> bool:
+    """Whether ``written`` (no missing cells) is dates written day and month in another order than
+    the ``date_order`` set."""
+    return date_order is not None and _mostly(written, _OTHER_DATE) and _order_shown(written)[0] != date_order
+
+
 def _ordered_dates(text: pd.Series, order: str) -> pd.Series | None:
     """The timestamps of a text column of dates written day / month / year (``order`` 'dmy') or
     month / day / year ('mdy'), ``NUMERIC_SHARE`` of its cells (NaT for the others and for dates
@@ -904,12 +910,9 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                 record["number_share"] = round(share, 4)
                 if forced is None and present.any():
                     _refuse_foreign_numbers(column, numbers, source, key, where, unit)
-                    written = text.dropna()
-                    # dates that date_order does not read: the text hint names the order they show
-                    # (listing the column in `numeric` would read them wrongly)
-                    misread = (source.date_order is not None and _mostly(written, _OTHER_DATE)
-                               and _order_shown(written)[0] != source.date_order)
-                    if share >= 0.5 and not misread:
+                    # not for dates that date_order does not read: the text hint names the order they
+                    # show (listing the column in `numeric` would read them wrongly)
+                    if share >= 0.5 and not _misread_dates(text.dropna(), source.date_order):
                         others = text[present & values.isna()].value_counts().to_dict()
                         record["warnings"].append(
                             f"column '{column}' is read as categorical: only {100 * share:.1f}% of its cells are "
