@@ -4,6 +4,7 @@ Usage (repository root):
     python benchmarks/stacking.py [--dataset karhunen] [--seeds 3] [--ratio 0.3] [--max-epochs 0]
                                   [--device cpu|cuda] [--precision fp32] [--threads 0] [--repeats 2]
                                   [--baseline-rev REV | --baseline-code DIR] [--stacks 1,2,4]
+                                  [--compare per-seed|stacks]
 
 Prints:
 1. per-model step time against the stack size (``--stacks``; on CUDA the steps are CUDA graphs),
@@ -16,7 +17,9 @@ Prints:
    time, against this tree training them one at a time and as one stack. Each run is its own
    process (run alternately, ``--repeats`` times); printed: wall seconds and process CPU seconds
    (medians; on a busy machine CPU time is the steadier figure), the ratios, and whether every
-   seed's stop epoch and validation losses equal the baseline's.
+   seed's stop epoch and validation losses equal the baseline's. ``--compare stacks`` measures a
+   change of the stacked loop instead: the baseline (then a revision that stacks, such as
+   ``HEAD~1``) and this tree each train the seeds as one stack.
 """
 
 from __future__ import annotations
@@ -149,13 +152,21 @@ def main() -> None:
     parser.add_argument("--stacks", type=positives, default="1,2,4", help="stack sizes of section 1")
     parser.add_argument("--skip-steps", action="store_true")
     parser.add_argument("--skip-training", action="store_true")
-    parser.add_argument("--baseline-rev", default=BASELINE_REV)
+    parser.add_argument("--baseline-rev", default="", help=f"default: {BASELINE_REV} (per-seed)")
     parser.add_argument("--baseline-code", default="")
+    parser.add_argument("--compare", default="per-seed", choices=["per-seed", "stacks"],
+                        help="section 2: the per-seed baseline against this tree (default), or a stacking "
+                             "baseline's stack against this tree's")
     parser.add_argument("--worker", default="")
     parser.add_argument("--worker-mode", default="alone")
     args = parser.parse_args()
     if args.worker:
         return worker(args)
+    if not (args.baseline_rev or args.baseline_code):
+        if args.compare == "stacks":
+            parser.error("--compare stacks needs --baseline-rev REV or --baseline-code DIR: a revision that "
+                         "stacks seeds, such as HEAD~1")
+        args.baseline_rev = BASELINE_REV
     sys.path.insert(0, str(ROOT))
     from seba.core.config import load_params
 
@@ -174,8 +185,12 @@ def main() -> None:
            "seeds": list(range(args.seeds)), "ratio": args.ratio, "device": args.device, "threads": args.threads,
            "test_fraction": params.split.test_fraction, "val_fraction": params.split.val_fraction}
     old = baseline_code(args)
-    runs = {"baseline, one at a time": (old, "alone"), "this tree, one at a time": (ROOT, "alone"),
-            "this tree, one stack": (ROOT, "stacked")}
+    if args.compare == "stacks":
+        runs = {"baseline, one stack": (old, "stacked"), "this tree, one stack": (ROOT, "stacked")}
+    else:
+        runs = {"baseline, one at a time": (old, "alone"), "this tree, one at a time": (ROOT, "alone"),
+                "this tree, one stack": (ROOT, "stacked")}
+    first = next(iter(runs))
     print(f"2. {args.seeds} seeds of {args.dataset} r={args.ratio}"
           f"{f', at most {args.max_epochs} epochs' if args.max_epochs else ''} ({args.repeats} alternating runs each; "
           f"baseline: {args.baseline_code or args.baseline_rev})")
@@ -187,9 +202,9 @@ def main() -> None:
             outputs[name] = run_worker(code, mode, job)
             times[name].append(outputs[name]["seconds"])
             cpu[name].append(outputs[name]["cpu_seconds"])
-    reference = outputs["baseline, one at a time"]
-    base = statistics.median(times["baseline, one at a time"])
-    base_cpu = statistics.median(cpu["baseline, one at a time"])
+    reference = outputs[first]
+    base = statistics.median(times[first])
+    base_cpu = statistics.median(cpu[first])
     print(f"  {reference['rows']} training rows; stop epochs {reference['stop_epochs']}")
     for name in runs:
         out, seconds, cpu_seconds = outputs[name], statistics.median(times[name]), statistics.median(cpu[name])

@@ -401,11 +401,11 @@ def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float | str
     best = {name: value.detach().clone() for name, value in encoder.stacked_state().items()}  # [all seeds, ...]
 
     @torch.no_grad()
-    def validation_losses() -> list[float]:
+    def validation_losses() -> torch.Tensor:
+        """Every seed's validation objective, [seeds] float64 on the device: launched, not
+        waited for (summed on the device in float64, the same arithmetic as Python floats)."""
         encoder.eval()
         projector.eval()
-        # summed on the device in float64 (the same arithmetic as Python floats): one
-        # synchronisation per validation pass, not one per batch and draw
         total = torch.zeros(len(active), dtype=torch.float64, device=device)
         weight = 0
         for i, (first, end) in enumerate(val_rows):
@@ -422,7 +422,7 @@ def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float | str
                 weight += end - first
         encoder.train()
         projector.train()
-        return (total / max(weight, 1)).tolist()
+        return total / max(weight, 1)
 
     # Every epoch has the same number of batches, so the step cap is an epoch limit: training
     # stops after the first epoch that reaches pretrain.max_steps optimiser steps.
@@ -473,13 +473,18 @@ def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float | str
             optimiser.zero_grad(set_to_none=True)
             return None
 
+    # Each seed's shuffle, masks and permutations come from its own CPU generator (the same draws
+    # on every device) and go to the device once per epoch, not once per batch. An epoch's draws
+    # are made while the device computes the epoch before (its steps and validation are launched
+    # before the host waits for their losses), so that a GPU does not idle while the host draws.
+    # A seed's generator serves its training draws alone: the draws of a seed that then stops
+    # are dropped, and change nothing of its run.
+    drawn = {g: seeds[g].draw_epoch(n_rows, cfg.batch_size) for g in active}
     for epoch in range(1, epoch_limit + 1):
-        # Each seed's shuffle, masks and permutations come from its own CPU generator (the same
-        # draws on every device) and go to the device once per epoch, not once per batch.
-        drawn = [seeds[g].draw_epoch(n_rows, cfg.batch_size) for g in active]
-        orders = to_device(torch.stack([order for order, _, _ in drawn]), device)  # [S, rows]
-        masks = to_device(torch.stack([torch.stack(m) for _, m, _ in drawn], dim=1), device)  # [batches, S, D]
-        perms = to_device(torch.stack([p for _, _, p in drawn]), device) if cfg.fill == "marginal" else None
+        epoch_draws = [drawn[g] for g in active]
+        orders = to_device(torch.stack([order for order, _, _ in epoch_draws]), device)  # [S, rows]
+        masks = to_device(torch.stack([torch.stack(m) for _, m, _ in epoch_draws], dim=1), device)  # [batches, S, D]
+        perms = to_device(torch.stack([p for _, _, p in epoch_draws]), device) if cfg.fill == "marginal" else None
         members_index = torch.arange(len(active), device=device).unsqueeze(1)
         epoch_loss = torch.zeros(len(active), device=device)  # summed on the device: no per-batch sync
         position = 0
@@ -496,8 +501,14 @@ def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float | str
                 optimiser.step()
             epoch_loss += losses.detach() * size
         losses = None  # frees the last eager step's autograd graph (a graph capture needs it gone)
-        train_losses = [value / n_rows for value in epoch_loss.tolist()]
-        val_losses = validation_losses() if val_batches else train_losses
+        val_total = validation_losses() if val_batches else None
+        drawn = ({g: seeds[g].draw_epoch(n_rows, cfg.batch_size) for g in active} if epoch < epoch_limit
+                 else {})
+        # one synchronisation per epoch: the training and the validation losses in one copy
+        both = epoch_loss.double() if val_total is None else torch.cat([epoch_loss.double(), val_total])
+        both = both.tolist()
+        train_losses = [value / n_rows for value in both[:len(active)]]
+        val_losses = both[len(active):] if val_total is not None else train_losses
         improved = []
         for i, g in enumerate(active):
             s = seeds[g]

@@ -473,6 +473,8 @@ def test_a_benchmark_given_a_missing_or_malformed_file_says_so_in_one_line(tmp_p
             ("executor.py", ["--seeds", "0"], "argument --seeds: '0': must be at least 1"),
             ("executor.py", ["--ratio", "1.5"], "a ratio lies strictly between 0 and 1"),
             ("stacking.py", ["--stacks", "1,0"], "argument --stacks: '0': must be at least 1"),
+            ("stacking.py", ["--compare", "stacks"], "--compare stacks needs --baseline-rev REV or --baseline-code"),
+            ("epoch_draws.py", ["--datasets", "nosuch"], "params.yaml's sources have no dataset nosuch"),
             ("encoder_speed.py", ["--repeats", "0"], "argument --repeats: '0': must be at least 1"),
             ("variants.py", ["--dataset", "diabetes", "--variant", "nope"], "each part is key=value"),
             ("variants.py", ["--dataset", "diabetes", "--variant", "lrr=1"], "'lrr' is neither a split nor a pretrain key"),

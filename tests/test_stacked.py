@@ -186,6 +186,31 @@ def test_fused_adam_makes_torch_adams_update_and_keeps_members_state():
     assert torch.equal(c, a.detach()[kept])
 
 
+@pytest.mark.parametrize("patience,max_epochs,syncs", [(100, 4, 4), (1, 40, None)])
+def test_an_epoch_waits_for_the_device_once_after_drawing_the_next_epoch(monkeypatch, patience, max_epochs, syncs):
+    """On a GPU the host's draws overlap the device's work: an epoch's steps and validation are
+    launched, the next epoch's shuffles and masks drawn, and only then are the losses read, in one
+    copy (tensor.tolist: the loop's one synchronisation). A seed's last epoch draws nothing
+    after it when it ends at the epoch limit; one that stops early has drawn an epoch it never
+    trains, which changes nothing of its run."""
+    import seba.pretrain as pretrain
+
+    events = []
+    draw, tolist = pretrain._Member.draw_epoch, torch.Tensor.tolist
+    monkeypatch.setattr(pretrain._Member, "draw_epoch", lambda self, *a: events.append("draw") or draw(self, *a))
+    monkeypatch.setattr(torch.Tensor, "tolist", lambda self: events.append("sync") or tolist(self))
+    members, groups = seed_tables(n_seeds=1)
+    cfg = small_cfg(patience=patience, max_epochs=max_epochs)
+    result, = pretrain_stack(members, groups, 0.3, cfg, CPU)
+    monkeypatch.undo()
+    epochs = result.stop_epoch
+    assert syncs is None or epochs == syncs
+    last = ["sync"] if epochs == max_epochs else ["draw", "sync"]
+    assert events == ["draw"] + ["draw", "sync"] * (epochs - 1) + last, events
+    alone = pretrain_encoder(members[0].x_train, members[0].x_val, groups, 0.3, members[0].seed, cfg, CPU)
+    assert result.val_loss == alone.val_loss and len(result.val_loss) == epochs
+
+
 def test_progress_counts_a_stacks_seeds_as_trained_together():
     from seba.pretrain_stage import arrivals, progress
     stacks = [(["a", "b", "c"], None), (["d"], {"node": "n1"})]
