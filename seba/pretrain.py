@@ -47,8 +47,8 @@ from seba.objective import (
     stacked_info_nce,
     stacked_target_neighbours,
 )
-from seba.core.runtime import (Throttle, available_bytes, derive_seed, format_seconds, log, matmul_precision,
-                               resolve_precision, select_device)
+from seba.core.runtime import (TF32_MODES, Throttle, available_bytes, derive_seed, format_seconds, log,
+                               matmul_precision, resolve_precision, select_device)
 from seba.training import EarlyStopping, FusedAdam, batch_slices
 
 # With CUDA graphs a stack is compacted (stopped seeds dropped, graphs captured again) once this
@@ -191,7 +191,11 @@ def stacked_seba_loss(encoder: StackedEncoder, projector: StackedProjector, x: t
                       permutations: torch.Tensor | None = None) -> torch.Tensor:
     """The SeBA objective of every seed on its own batch ([S, B, D]) under its own mask ([S, D]):
     [S] losses."""
-    positives = stacked_target_neighbours(x, column_masks)
+    if cfg.precision == "tf32_fp32_search":  # the search's product in full fp32 (a CUDA graph keeps it)
+        with matmul_precision("fp32"):
+            positives = stacked_target_neighbours(x, column_masks)
+    else:
+        positives = stacked_target_neighbours(x, column_masks)
     x_f = stacked_feature_view(x, column_masks, cfg.fill, permutations)
     autocast = (torch.autocast(x.device.type, dtype=torch.bfloat16)
                 if cfg.precision == "bf16" else contextlib.nullcontext())
@@ -332,7 +336,7 @@ def pretrain_stack(
     each seed's best (lowest validation objective) weights and its training record.
 
     The seeds must have the same numbers of training and validation rows (the seeds of one
-    table's split do). On CUDA in fp32 or tf32, steps after the first epoch are replayed as CUDA
+    table's split do). On CUDA in fp32 or a TF32 mode, steps after the first epoch are replayed as CUDA
     graphs (``cuda_graphs=False`` keeps every step eager); if capturing fails, training goes on
     eagerly."""
     if not members:
@@ -433,7 +437,7 @@ def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float | str
         epoch_limit = min(epoch_limit, math.ceil(cfg.max_steps / steps_per_epoch))
     throttle = Throttle(cfg.progress_seconds)
     # not for the FT-Transformer: its dropout under graph capture is not verified
-    use_graphs = (cuda_graphs and device.type == "cuda" and cfg.precision in ("fp32", "tf32")
+    use_graphs = (cuda_graphs and device.type == "cuda" and cfg.precision in ("fp32", *TF32_MODES)
                   and cfg.encoder == "mlp")
     graphs: StackedStepGraphs | None = None
     start = time.perf_counter()

@@ -64,7 +64,7 @@ def test_default_params_are_the_papers(committed_file):
     (lambda r: r["split"].update(test_fraction=1.2), "'split.test_fraction' must lie in \\(0, 1\\)"),
     (lambda r: r["evaluate"].update(episodes=-3), "'evaluate.episodes' must be > 0"),
     (lambda r: r["sources"]["cmc"].update(pretrain={"precision": "fp16"}),
-     "'sources.cmc.pretrain.precision' is 'fp16'; allowed: fp32, bf16, tf32, auto"),
+     "'sources.cmc.pretrain.precision' is 'fp16'; allowed: fp32, bf16, tf32, tf32_fp32_search, auto"),
     (lambda r: r["sources"]["cmc"].update(pretrain={"patience": 0}), "'sources.cmc.pretrain.patience' must be > 0"),
     (lambda r: r["sources"]["cmc"].update(pretrain={"min_delta": 1.5}), "'sources.cmc.pretrain.min_delta' must lie in"),
     (lambda r: r["sources"]["cmc"].update(pretrain={"patiense": 5}),

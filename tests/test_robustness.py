@@ -163,7 +163,7 @@ PARAMS_CASES = [
     ("negative seed", set_key("seeds", [-1]), ["'seeds' must be >= 0"]),
     ("unknown imputation", set_key("pretrain.fill", "mean"), ["'pretrain.fill'", "allowed: zero, marginal"]),
     ("unknown device", set_key("pretrain.device", "tpu"), ["'pretrain.device'", "allowed: auto, cpu, cuda"]),
-    ("unknown precision", set_key("pretrain.precision", "fp16"), ["'pretrain.precision'", "fp32, bf16, tf32, auto"]),
+    ("unknown precision", set_key("pretrain.precision", "fp16"), ["'pretrain.precision'", "fp32, bf16, tf32, tf32_fp32_search, auto"]),
     ("min_delta out of range", set_key("pretrain.min_delta", 2), ["'pretrain.min_delta'", "[0, 1)"]),
     ("negative step cap", set_key("pretrain.max_steps", -5), ["'pretrain.max_steps'", "integer >= 0"]),
     ("fractional workers", set_key("pretrain.workers", 1.5), ["'pretrain.workers'", "must be an integer"]),
@@ -233,7 +233,7 @@ PARAMS_CASES = [
     ("source option on an OpenML table", set_key("sources.diabetes", {"openml_id": 37, "decimal": ","}),
      ["'sources.diabetes.decimal' applies only to local tables"]),
     ("dataset's own pretrain value unknown", set_key("sources.diabetes", {"openml_id": 37, "pretrain": {"precision": "fp16"}}),
-     ["'sources.diabetes.pretrain.precision' is 'fp16'", "allowed: fp32, bf16, tf32, auto"]),
+     ["'sources.diabetes.pretrain.precision' is 'fp16'", "allowed: fp32, bf16, tf32, tf32_fp32_search, auto"]),
 ]
 
 

@@ -114,6 +114,25 @@ def test_auto_precision_is_bf16_only_on_a_cpu_with_native_bf16(monkeypatch):
     monkeypatch.setattr(runtime, "native_bf16", lambda device: False)
     assert runtime.resolve_precision("auto", cpu) == "fp32"
     assert runtime.resolve_precision("fp32", cpu) == "fp32"
+    for mode in ("tf32", "tf32_fp32_search"):  # TF32 modes are CUDA's: fp32 elsewhere
+        assert runtime.resolve_precision(mode, cpu) == "fp32" and runtime.resolve_precision(mode, cuda) == mode
+
+
+def test_matmul_precision_sets_tf32_for_the_tf32_modes_and_full_fp32_for_fp32():
+    import torch
+
+    from seba.core.runtime import matmul_precision
+
+    before = torch.get_float32_matmul_precision()
+    seen = {}
+    for mode in ("fp32", "tf32", "tf32_fp32_search", "bf16"):
+        with matmul_precision(mode):
+            seen[mode] = torch.get_float32_matmul_precision()
+            with matmul_precision("fp32"):  # nested: a product kept in fp32 inside a TF32 mode
+                inner = torch.get_float32_matmul_precision()
+            assert inner == "highest" and torch.get_float32_matmul_precision() == seen[mode]
+        assert torch.get_float32_matmul_precision() == before
+    assert seen == {"fp32": "highest", "tf32": "high", "tf32_fp32_search": "high", "bf16": before}
 
 
 def test_lazy_module_missing_names_the_module():

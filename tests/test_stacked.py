@@ -211,6 +211,34 @@ def test_an_epoch_waits_for_the_device_once_after_drawing_the_next_epoch(monkeyp
     assert result.val_loss == alone.val_loss and len(result.val_loss) == epochs
 
 
+@pytest.mark.parametrize("precision,search,rest", [("fp32", "highest", "highest"), ("tf32", "high", "high"),
+                                                   ("tf32_fp32_search", "highest", "high")])
+def test_tf32_fp32_search_keeps_the_neighbour_search_alone_in_fp32(monkeypatch, precision, search, rest):
+    """tf32_fp32_search: every product of a step in TF32 but the target-view distances', whose
+    matrix-product form TF32 rounds into wrong positives (benchmarks/tf32_neighbours.py). The
+    mode is CUDA's; the float32 matmul precision that torch reads at each product is checked here."""
+    import seba.pretrain as pretrain
+    from seba.core.runtime import matmul_precision
+
+    members, groups = seed_tables(n_seeds=2)
+    cfg = small_cfg(precision=precision)
+    models = [build_models(13, cfg, seed) for seed in (1, 2)]
+    encoder = StackedEncoder([e for e, _ in models])
+    projector = pretrain.StackedProjector([p for _, p in models])
+    seen = {}
+    neighbours, info_nce = pretrain.stacked_target_neighbours, pretrain.stacked_info_nce
+    monkeypatch.setattr(pretrain, "stacked_target_neighbours", lambda *a: seen.setdefault(
+        "search", torch.get_float32_matmul_precision()) and neighbours(*a))
+    monkeypatch.setattr(pretrain, "stacked_info_nce", lambda *a: seen.setdefault(
+        "rest", torch.get_float32_matmul_precision()) and info_nce(*a))
+    x = torch.as_tensor(np.stack([m.x_train[:64] for m in members]))
+    masks = torch.zeros(2, 13, dtype=torch.bool)
+    masks[:, :3] = True
+    with matmul_precision(precision):
+        losses = pretrain.stacked_seba_loss(encoder, projector, x, masks, cfg)
+    assert seen == {"search": search, "rest": rest} and losses.shape == (2,)
+
+
 def test_progress_counts_a_stacks_seeds_as_trained_together():
     from seba.pretrain_stage import arrivals, progress
     stacks = [(["a", "b", "c"], None), (["d"], {"node": "n1"})]

@@ -237,8 +237,9 @@ class PretrainConfig:
     min_delta: Annotated[Float, rule(lambda v: 0 <= v < 1, "must lie in [0, 1)")] = 0.0
     validation: choice("fixed", "fresh") = "fixed"  # fixed: seeded masks drawn once | fresh: new masks every epoch
     validation_draws: PositiveInt = 2  # masks per validation batch (fixed mode)
-    # fp32 | bf16 (autocast) | tf32 (CUDA: TF32 products) | auto (bf16 where native)
-    precision: choice("fp32", "bf16", "tf32", "auto") = "fp32"
+    # fp32 | bf16 (autocast) | tf32 (CUDA: TF32 products) | tf32_fp32_search (CUDA: TF32 products but the
+    # target-view neighbour search's) | auto (bf16 where native)
+    precision: choice("fp32", "bf16", "tf32", "tf32_fp32_search", "auto") = "fp32"
     device: choice("auto", "cpu", "cuda") = "auto"
     threads: _count("automatic") = 0  # torch intra-op threads; 0 = all cores
     workers: _count("automatic") = 0  # processes training seeds at once (CPU), each a stack; 0 = min(seeds, cores)

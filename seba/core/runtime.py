@@ -95,6 +95,10 @@ def available_bytes(device) -> int:
     return 8 << 30 if free is None else free
 
 
+# pretrain.precision's TensorFloat-32 modes (CUDA): every product in TF32, or all but the
+# target-view neighbour search's (benchmarks/tf32_neighbours.py: TF32 distances pick a wrong
+# positive for 8 % of income's rows)
+TF32_MODES = ("tf32", "tf32_fp32_search")
 _UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as a page-rounded 2**63 - 1
 
 
@@ -173,26 +177,28 @@ def resolve_precision(name: str, device) -> str:
     step on this project's CPU), fp32 elsewhere. On CUDA too: these models are too small for
     bf16 to pay there, its casts add kernels, and on an H100 a bf16 step took 1.06-2.23x as
     long as an fp32 one in 11 of 12 measured pairs (benchmarks/speed.py --device cuda;
-    docs/performance.md). ``tf32`` (fp32 weights, TensorFloat-32 products) is a CUDA mode:
-    elsewhere it is fp32."""
+    docs/performance.md). ``tf32`` (fp32 weights, TensorFloat-32 products) and
+    ``tf32_fp32_search`` (the same, but the target-view neighbour search in fp32) are CUDA modes:
+    elsewhere they are fp32."""
     if name == "auto":
         return "bf16" if device.type == "cpu" and native_bf16(device) else "fp32"
-    if name == "tf32" and device.type != "cuda":
+    if name in TF32_MODES and device.type != "cuda":
         return "fp32"
     return name
 
 
 @contextlib.contextmanager
 def matmul_precision(precision: str) -> Iterator[None]:
-    """fp32 products as TensorFloat-32 on CUDA while ``precision`` is ``tf32`` (torch's "high"
-    float32 matmul precision), restored afterwards."""
-    if precision != "tf32":
+    """fp32 products as TensorFloat-32 on CUDA while ``precision`` is a TF32 mode (torch's "high"
+    float32 matmul precision), full fp32 products while it is ``fp32`` (torch's "highest"),
+    restored afterwards; other precisions leave the setting as it is."""
+    if precision not in TF32_MODES and precision != "fp32":
         yield
         return
     import torch
 
     before = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision("high")
+    torch.set_float32_matmul_precision("high" if precision in TF32_MODES else "highest")
     try:
         yield
     finally:
