@@ -171,3 +171,45 @@ def test_stacked_rows_reach_the_gpu_seed_by_seed_unchanged(karhunen):
     rows, val = stacked_rows(members, CUDA)
     assert torch.equal(rows.cpu(), torch.as_tensor(np.stack(parts)))
     assert torch.equal(val.cpu(), torch.as_tensor(np.stack([part[:50] + 1 for part in parts])))
+
+
+def test_tf32_fp32_search_finds_the_fp32_positives_and_tf32_does_not(snapshot_dir, tmp_path):
+    """On income (the table TF32 cost points), 1024-row batches under one-column masks: the
+    stacked neighbour search of a tf32_fp32_search step picks fp32's positives, inside a CUDA graph
+    too; plain TF32 picks others for some rows (benchmarks/tf32_neighbours.py: 8 % on the CPU's
+    emulation)."""
+    from seba.core.runtime import matmul_precision
+    from seba.objective import stacked_target_neighbours
+
+    path = tmp_path / "params.yaml"
+    path.write_text(committed_params())
+    params = load_params(path)
+    frame, _ = load_snapshot(params.sources["income"].openml_id, snapshot_dir)
+    table = encode_table(frame)
+    split = make_split(table.y, 0, params.split.test_fraction, params.split.val_fraction)
+    X = torch.as_tensor(scale(table, split.train)[split.train][:4096], device=CUDA).view(4, 1024, -1)
+    groups = torch.as_tensor(table.groups, device=CUDA)
+    masks = torch.stack([groups == g for g in range(4)])  # one original column each
+    found = {}
+    for mode in ("fp32", "tf32", "tf32_fp32_search"):
+        with matmul_precision(mode):
+            if mode == "tf32_fp32_search":
+                with matmul_precision("fp32"):  # as seba.pretrain.stacked_seba_loss keeps the search
+                    found[mode] = stacked_target_neighbours(X, masks)
+            else:
+                found[mode] = stacked_target_neighbours(X, masks)
+    assert torch.equal(found["tf32_fp32_search"], found["fp32"])
+    assert not torch.equal(found["tf32"], found["fp32"])
+    # the same through a step's code in a CUDA graph: the search's product keeps fp32 there
+    graph, static = torch.cuda.CUDAGraph(), X.clone()
+    with matmul_precision("tf32_fp32_search"):
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            stacked_target_neighbours(static, masks)  # warm-up outside the capture
+        torch.cuda.current_stream().wait_stream(stream)
+        with torch.cuda.graph(graph):
+            with matmul_precision("fp32"):
+                captured = stacked_target_neighbours(static, masks)
+    graph.replay()
+    assert torch.equal(captured, found["fp32"])
