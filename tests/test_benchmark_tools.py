@@ -476,6 +476,8 @@ def test_a_benchmark_given_a_missing_or_malformed_file_says_so_in_one_line(tmp_p
             ("stacking.py", ["--compare", "stacks"], "--compare stacks needs --baseline-rev REV or --baseline-code"),
             ("epoch_draws.py", ["--datasets", "nosuch"], "params.yaml's sources have no dataset nosuch"),
             ("tf32_neighbours.py", ["--datasets", "nosuch"], "params.yaml's sources have no snapshot dataset nosuch"),
+            ("local_read.py", ["--rows", "5", "--columns", "2", "--baseline-rev", "no-such-rev"],
+             "git archive no-such-rev failed"),
             ("encoder_speed.py", ["--repeats", "0"], "argument --repeats: '0': must be at least 1"),
             ("variants.py", ["--dataset", "diabetes", "--variant", "nope"], "each part is key=value"),
             ("variants.py", ["--dataset", "diabetes", "--variant", "lrr=1"], "'lrr' is neither a split nor a pretrain key"),
@@ -748,3 +750,12 @@ def test_tf32_neighbours_rounds_as_tf32_and_finds_wrong_positives_on_diabetes():
     assert [r[1] for r in rows] == ["0.1", "0.2", "0.3", "0.4", "0.5", "all"]
     wrong_fp32, wrong_tf32 = map(float, rows[-1][2:4])
     assert wrong_tf32 > 2 * wrong_fp32, rows[-1]
+
+
+def test_local_read_reads_the_table_with_both_trees_and_compares_them():
+    done = subprocess.run([sys.executable, "benchmarks/local_read.py", "--rows", "40", "--columns", "3", "--repeats", "1",
+                           "--decimals", "2"], cwd=ROOT, capture_output=True, text=True, check=True)
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("40 rows x 4 columns (160 cells, 2 decimals)")
+    assert [line.split()[0] for line in lines[1:]] == ["baseline", "this"], lines
+    assert all("records equal the baseline's" in line for line in lines[1:]), lines
