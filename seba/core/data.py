@@ -656,6 +656,8 @@ def _as_text(series: pd.Series) -> tuple[pd.Series, dict[str, int]]:
     found (token -> cells)."""
     text = series.astype("string").str.strip()
     marked = text.isin(MISSING_TOKENS).fillna(False).astype(bool)
+    if not marked.any():  # most columns: nothing to count or mask
+        return text, {}
     tokens = {str(k): int(v) for k, v in text[marked & (text != "")].value_counts().items()}
     return text.mask(marked), tokens
 
