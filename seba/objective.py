@@ -47,16 +47,22 @@ def feature_view(x: torch.Tensor, column_mask: torch.Tensor, fill: str = "zero",
     raise ValueError(f"unknown fill {fill!r}")
 
 
-def target_neighbours(x: torch.Tensor, column_mask: torch.Tensor) -> torch.Tensor:
+def target_neighbours(x: torch.Tensor, column_mask: torch.Tensor, exact: bool = False) -> torch.Tensor:
     """Index of each row's nearest other row (Euclidean) in the target view x[:, m]. [B]
 
     On a CPU the target columns are selected (fewer columns to compare); elsewhere the other
     columns are zeroed instead, which gives the same distances without the device-to-host
-    synchronisation that boolean indexing costs (it must read the mask's count)."""
+    synchronisation that boolean indexing costs (it must read the mask's count). Distances are
+    ``torch.cdist``'s, which for batches of more than 25 rows computes ||a||^2 + ||b||^2 - 2 a.b
+    as one product: in float32 its rounding picks a farther row for about 1 % of rows on some
+    tables (benchmarks/neighbour_search.py). ``exact`` computes that product in float64, which
+    finds the nearest row (``pretrain.neighbour_search: exact``)."""
     if x.device.type == "cpu":
         target = x[:, column_mask]
     else:
         target = x * column_mask.to(x.dtype)
+    if exact:
+        target = target.double()
     distances = torch.cdist(target, target)
     distances.fill_diagonal_(float("inf"))
     return distances.argmin(dim=1)
@@ -81,11 +87,13 @@ def _batched(x: torch.Tensor, batched: bool | None) -> bool:
 
 
 def stacked_target_neighbours(x: torch.Tensor, column_masks: torch.Tensor,
-                              batched: bool | None = None) -> torch.Tensor:
+                              batched: bool | None = None, exact: bool = False) -> torch.Tensor:
     """``target_neighbours`` for every member: [S, B] row indices."""
     if not _batched(x, batched):
-        return torch.stack([target_neighbours(x[s], column_masks[s]) for s in range(len(x))])
+        return torch.stack([target_neighbours(x[s], column_masks[s], exact) for s in range(len(x))])
     target = x * column_masks.to(x.dtype).unsqueeze(1)
+    if exact:
+        target = target.double()
     distances = torch.cdist(target, target)
     distances.diagonal(dim1=1, dim2=2).fill_(float("inf"))
     return distances.argmin(dim=2)

@@ -191,11 +191,12 @@ def stacked_seba_loss(encoder: StackedEncoder, projector: StackedProjector, x: t
                       permutations: torch.Tensor | None = None) -> torch.Tensor:
     """The SeBA objective of every seed on its own batch ([S, B, D]) under its own mask ([S, D]):
     [S] losses."""
+    exact = cfg.neighbour_search == "exact"
     if cfg.precision == "tf32_fp32_search":  # the search's product in full fp32 (a CUDA graph keeps it)
         with matmul_precision("fp32"):
-            positives = stacked_target_neighbours(x, column_masks)
+            positives = stacked_target_neighbours(x, column_masks, exact=exact)
     else:
-        positives = stacked_target_neighbours(x, column_masks)
+        positives = stacked_target_neighbours(x, column_masks, exact=exact)
     x_f = stacked_feature_view(x, column_masks, cfg.fill, permutations)
     autocast = (torch.autocast(x.device.type, dtype=torch.bfloat16)
                 if cfg.precision == "bf16" else contextlib.nullcontext())
@@ -220,6 +221,8 @@ def member_bytes(n_rows: int, n_val_rows: int, n_features: int, cfg: PretrainCon
     projector = (O + (D if cfg.conditioned else 0)) * Hp + Hp + Hp * P + P
     B = min(cfg.batch_size, max(n_rows, n_val_rows, 2) + 1)
     shared = 4 * D + 2 * Hp + 2 * P + 4 * B  # per row: views, projector, similarities
+    if cfg.neighbour_search == "exact":
+        shared += 2 * (D + B)  # the target view and its distances in float64
     if cfg.encoder == "ft_transformer":
         d, L, heads, h, T = cfg.ft_dim, cfg.ft_blocks, cfg.ft_heads, ffn_hidden(cfg.ft_dim), D + 1
         block = 4 * (d * d + d) + 2 * d * h + 2 * h + h * d + d + 4 * d  # attention, FFN, LayerNorms

@@ -475,7 +475,7 @@ def test_a_benchmark_given_a_missing_or_malformed_file_says_so_in_one_line(tmp_p
             ("stacking.py", ["--stacks", "1,0"], "argument --stacks: '0': must be at least 1"),
             ("stacking.py", ["--compare", "stacks"], "--compare stacks needs --baseline-rev REV or --baseline-code"),
             ("epoch_draws.py", ["--datasets", "nosuch"], "params.yaml's sources have no dataset nosuch"),
-            ("tf32_neighbours.py", ["--datasets", "nosuch"], "params.yaml's sources have no snapshot dataset nosuch"),
+            ("neighbour_search.py", ["--datasets", "nosuch"], "params.yaml's sources have no snapshot dataset nosuch"),
             ("local_read.py", ["--rows", "5", "--columns", "2", "--baseline-rev", "no-such-rev"],
              "git archive no-such-rev failed"),
             ("encoder_speed.py", ["--repeats", "0"], "argument --repeats: '0': must be at least 1"),
@@ -733,23 +733,23 @@ def test_own_table_rules_reads_every_case_by_its_rule_and_as_text(capsys):
     assert lines[0].startswith("clean table: ") and len(lines) == len(bench.CASES) + 3
 
 
-def test_tf32_neighbours_rounds_as_tf32_and_finds_wrong_positives_on_diabetes():
-    """tf32_neighbours.py: TF32's rounding (10 mantissa bits), torch.cdist's product form, and a
-    short run whose TF32 search picks more wrong positives than the float32 one on diabetes."""
+def test_neighbour_search_rounds_as_tf32_and_counts_wrong_positives_on_diabetes():
+    """neighbour_search.py: TF32's rounding (10 mantissa bits), torch.cdist's product form, and a
+    short run in which TF32 picks more wrong positives than float32 on diabetes, and float64 none."""
     import torch
 
-    bench = load("tf32_neighbours")
+    bench = load("neighbour_search")
     x = torch.tensor([1.5, 3.0, 1 + 2 ** -10, 1 + 2 ** -12, 1 + 3 * 2 ** -12, -(1 + 3 * 2 ** -12)])
     assert bench.tf32(x).tolist() == [1.5, 3.0, 1 + 2 ** -10, 1.0, 1 + 2 ** -10, -(1 + 2 ** -10)]
     target = torch.randn(200, 7, generator=torch.Generator().manual_seed(0))
     assert torch.allclose(bench.product_distances(target), torch.cdist(target, target), atol=1e-4)
     assert (bench.product_distances(target, bench.tf32) - torch.cdist(target, target)).abs().max() > 1e-3
-    done = subprocess.run([sys.executable, "benchmarks/tf32_neighbours.py", "--datasets", "diabetes",
+    done = subprocess.run([sys.executable, "benchmarks/neighbour_search.py", "--datasets", "diabetes",
                            "--batches", "2"], cwd=ROOT, capture_output=True, text=True, check=True)
     rows = [line.split() for line in done.stdout.splitlines() if line.startswith("diabetes")]
     assert [r[1] for r in rows] == ["0.1", "0.2", "0.3", "0.4", "0.5", "all"]
-    wrong_fp32, wrong_tf32 = map(float, rows[-1][2:4])
-    assert wrong_tf32 > 2 * wrong_fp32, rows[-1]
+    wrong_fp32, wrong_tf32, wrong_fp64 = map(float, rows[-1][2:5])
+    assert wrong_tf32 > 2 * wrong_fp32 > 0 and wrong_fp64 == 0, rows[-1]
 
 
 def test_local_read_reads_the_table_with_both_trees_and_compares_them():

@@ -176,7 +176,7 @@ def test_stacked_rows_reach_the_gpu_seed_by_seed_unchanged(karhunen):
 def test_tf32_fp32_search_finds_the_fp32_positives_and_tf32_does_not(snapshot_dir, tmp_path):
     """On income (the table TF32 cost points), 1024-row batches under one-column masks: the
     stacked neighbour search of a tf32_fp32_search step picks fp32's positives, inside a CUDA graph
-    too; plain TF32 picks others for some rows (benchmarks/tf32_neighbours.py: 8 % on the CPU's
+    too; plain TF32 picks others for some rows (benchmarks/neighbour_search.py: 8 % on the CPU's
     emulation)."""
     from seba.core.runtime import matmul_precision
     from seba.objective import stacked_target_neighbours

@@ -13,6 +13,7 @@ from seba.objective import (
     masked_group_count,
     sample_group_mask,
     stacked_feature_view,
+    stacked_target_neighbours,
     target_neighbours,
 )
 
@@ -113,3 +114,25 @@ def test_info_nce_matches_the_formula(temperature):
 def test_info_nce_rejects_bad_shapes():
     with pytest.raises(ValueError, match="disagree"):  # ours, not torch's own shape error
         info_nce(torch.zeros(4, 3), torch.zeros(5, dtype=torch.long), 1.0)
+
+
+def test_exact_search_finds_the_nearest_row_where_the_float32_product_does_not():
+    """torch.cdist's one product, ||a||^2 + ||b||^2 - 2 a.b, rounds away near rows' differences when
+    the values are large beside them (here: 1000 plus hundredths); neighbour_search: exact (the
+    product in float64) finds a nearest other row for every row (ties aside), on both paths (per
+    member, batched)."""
+    rng = np.random.default_rng(0)
+    x = torch.as_tensor(1000 + rng.normal(size=(300, 3)) * 0.01, dtype=torch.float32)
+    mask = torch.tensor([True, True, False])
+
+    def farther(rows, found):  # rows whose chosen neighbour is farther than their nearest, in float64
+        d = torch.cdist(rows[:, mask].double(), rows[:, mask].double(), compute_mode="donot_use_mm_for_euclid_dist")
+        d.fill_diagonal_(float("inf"))
+        return float((d.gather(1, found.unsqueeze(1)).squeeze(1) > d.min(dim=1).values).float().mean())
+
+    assert farther(x, target_neighbours(x, mask, exact=True)) == 0
+    assert farther(x, target_neighbours(x, mask)) > 0.1  # the float32 product's rounding
+    stacked, masks = torch.stack([x, x.flip(0)]), torch.stack([mask, mask])
+    for batched in (False, True):
+        found = stacked_target_neighbours(stacked, masks, batched=batched, exact=True)
+        assert farther(x, found[0]) == 0 and farther(x.flip(0), found[1]) == 0

@@ -38,12 +38,13 @@ def small_cfg(**kw):
     return dataclasses.replace(PretrainConfig(), **{**settings, **kw})
 
 
-@pytest.mark.parametrize("fill,validation", [("zero", "fixed"), ("marginal", "fresh")])
-def test_a_stack_trains_each_seed_as_it_trains_alone(fill, validation):
+@pytest.mark.parametrize("fill,validation,search", [("zero", "fixed", "product"), ("marginal", "fresh", "product"),
+                                                    ("zero", "fixed", "exact")])
+def test_a_stack_trains_each_seed_as_it_trains_alone(fill, validation, search):
     members, groups = seed_tables()
     # min_delta makes the seeds stop at different epochs: the stack drops the first ones to
     # stop and goes on with the others, which must not notice
-    cfg = small_cfg(fill=fill, validation=validation, min_delta=0.01)
+    cfg = small_cfg(fill=fill, validation=validation, min_delta=0.01, neighbour_search=search)
     stacked = pretrain_stack(members, groups, 0.3, cfg, CPU)
     alone = [pretrain_encoder(m.x_train, m.x_val, groups, 0.3, m.seed, cfg, CPU) for m in members]
     assert len({r.stop_epoch for r in alone}) > 1, [r.stop_epoch for r in alone]
@@ -215,7 +216,7 @@ def test_an_epoch_waits_for_the_device_once_after_drawing_the_next_epoch(monkeyp
                                                    ("tf32_fp32_search", "highest", "high")])
 def test_tf32_fp32_search_keeps_the_neighbour_search_alone_in_fp32(monkeypatch, precision, search, rest):
     """tf32_fp32_search: every product of a step in TF32 but the target-view distances', whose
-    matrix-product form TF32 rounds into wrong positives (benchmarks/tf32_neighbours.py). The
+    matrix-product form TF32 rounds into wrong positives (benchmarks/neighbour_search.py). The
     mode is CUDA's; the float32 matmul precision that torch reads at each product is checked here."""
     import seba.pretrain as pretrain
     from seba.core.runtime import matmul_precision
@@ -227,8 +228,8 @@ def test_tf32_fp32_search_keeps_the_neighbour_search_alone_in_fp32(monkeypatch, 
     projector = pretrain.StackedProjector([p for _, p in models])
     seen = {}
     neighbours, info_nce = pretrain.stacked_target_neighbours, pretrain.stacked_info_nce
-    monkeypatch.setattr(pretrain, "stacked_target_neighbours", lambda *a: seen.setdefault(
-        "search", torch.get_float32_matmul_precision()) and neighbours(*a))
+    monkeypatch.setattr(pretrain, "stacked_target_neighbours", lambda *a, **k: seen.setdefault(
+        "search", torch.get_float32_matmul_precision()) and neighbours(*a, **k))
     monkeypatch.setattr(pretrain, "stacked_info_nce", lambda *a: seen.setdefault(
         "rest", torch.get_float32_matmul_precision()) and info_nce(*a))
     x = torch.as_tensor(np.stack([m.x_train[:64] for m in members]))

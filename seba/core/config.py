@@ -210,6 +210,8 @@ class PretrainConfig:
     random_ratio_range: Annotated[Numbers, AfterValidator(_ratio_range)] = (0.1, 0.5)
     min_masked_columns: PositiveInt = 1  # k = max(min_masked_columns, floor(ratio * n_columns))
     fill: choice("zero", "marginal") = "zero"  # zero (paper) | marginal (ablation: values from a shuffled batch row)
+    # product (released code: torch.cdist's one-product distances in float32) | exact (that product in float64)
+    neighbour_search: choice("product", "exact") = "product"
     # standardise numeric columns with the train part's statistics (paper); false (ablation): raw values
     normalise: Bool = True
     encoder: choice("mlp", "ft_transformer") = "mlp"  # mlp (paper) | ft_transformer (ablation)

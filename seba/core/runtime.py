@@ -96,7 +96,7 @@ def available_bytes(device) -> int:
 
 
 # pretrain.precision's TensorFloat-32 modes (CUDA): every product in TF32, or all but the
-# target-view neighbour search's (benchmarks/tf32_neighbours.py: TF32 distances pick a wrong
+# target-view neighbour search's (benchmarks/neighbour_search.py: TF32 distances pick a wrong
 # positive for 8 % of income's rows)
 TF32_MODES = ("tf32", "tf32_fp32_search")
 _UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as a page-rounded 2**63 - 1
