@@ -191,12 +191,9 @@ def stacked_seba_loss(encoder: StackedEncoder, projector: StackedProjector, x: t
                       permutations: torch.Tensor | None = None) -> torch.Tensor:
     """The SeBA objective of every seed on its own batch ([S, B, D]) under its own mask ([S, D]):
     [S] losses."""
-    exact = cfg.neighbour_search == "exact"
-    if cfg.precision == "tf32_fp32_search":  # the search's product in full fp32 (a CUDA graph keeps it)
-        with matmul_precision("fp32"):
-            positives = stacked_target_neighbours(x, column_masks, exact=exact)
-    else:
-        positives = stacked_target_neighbours(x, column_masks, exact=exact)
+    # tf32_fp32_search: the search's product in full fp32 (a CUDA graph keeps it)
+    with matmul_precision("fp32") if cfg.precision == "tf32_fp32_search" else contextlib.nullcontext():
+        positives = stacked_target_neighbours(x, column_masks, exact=cfg.neighbour_search == "exact")
     x_f = stacked_feature_view(x, column_masks, cfg.fill, permutations)
     autocast = (torch.autocast(x.device.type, dtype=torch.bfloat16)
                 if cfg.precision == "bf16" else contextlib.nullcontext())
