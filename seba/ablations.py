@@ -1054,7 +1054,8 @@ BESIDE_RESULTS = ("analysis.", "theorem.", "executor.", "baselines.", "pretrain.
 
 
 # params added after experiments were recorded, with the value that an experiment without the key ran
-ADDED_LATER = {"pretrain.mask_bias": False, "evaluate.probe_stop": "train_accuracy"}  # the rule before the key
+ADDED_LATER = {"pretrain.mask_bias": False, "evaluate.probe_stop": "train_accuracy",  # the rule before the key
+               "pretrain.neighbour_search": "product"}
 
 
 def effective(params: dict[str, Any]) -> dict[str, Any]:
