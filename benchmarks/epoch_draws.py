@@ -57,7 +57,7 @@ def processor() -> str:
 
 
 def main() -> None:
-    from entry import positive
+    from entry import check_openml_datasets, positive
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="+", default=None, help="default: params.yaml's datasets")
@@ -68,9 +68,8 @@ def main() -> None:
 
     import torch
 
+    import benchmarks.speed as speed
     from seba.core.config import load_params
-    from seba.core.errors import ConfigError
-    from seba.core.data import encode_table, load_snapshot, make_split
     from seba.core.paths import RANDOM_RATIO
     from seba.objective import masked_group_count
     from seba.pretrain import SeedData, _Member
@@ -79,20 +78,13 @@ def main() -> None:
     torch.set_num_threads(1)
     params = load_params(ROOT / "params.yaml")
     log = json.loads(args.log.read_text())
-    unknown = [d for d in args.datasets or [] if d not in params.sources]
-    if unknown:
-        raise ConfigError(f"params.yaml's sources have no dataset {', '.join(unknown)}")
+    check_openml_datasets(args.datasets or [], params)
     print(f"host draws of one epoch for a stack of {args.seeds} seeds, one thread ({processor()}, torch {torch.__version__}); "
           f"epochs from {args.log.relative_to(ROOT) if args.log.is_relative_to(ROOT) else args.log}")
     print(f"{'table':10s} {'rows':>6s} {'batches':>7s} {'ms per epoch':>12s} {'epochs per seed':>15s} "
           f"{'s of draws, all seeds':>21s}")
     for dataset in args.datasets or params.datasets:
-        source = params.sources[dataset]
-        if source.openml_id is None:
-            raise ConfigError(f"{dataset} is a local table: this benchmark reads the snapshot's tables")
-        frame, _ = load_snapshot(source.openml_id, ROOT / "data" / "snapshot")
-        table = encode_table(frame)
-        split = make_split(table.y, 0, params.split.test_fraction, params.split.val_fraction, dataset)
+        table, split = speed.load_table(dataset, params)
         cfg = params.pretrain_for(dataset)
         n_train, n_val = len(split.train), len(split.val)
         groups = torch.as_tensor(table.groups, dtype=torch.long)

@@ -75,7 +75,7 @@ ARITHMETIC = ("float32", "TF32", "float64")
 
 
 def main() -> None:
-    from entry import positive
+    from entry import check_openml_datasets, positive
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="+", default=None, help="default: params.yaml's datasets")
@@ -85,16 +85,14 @@ def main() -> None:
 
     import torch
 
+    import benchmarks.speed as speed
     from seba.core.config import load_params
-    from seba.core.data import encode_table, load_snapshot, make_split, scale
-    from seba.core.errors import ConfigError
+    from seba.core.data import scale
     from seba.core.paths import RANDOM_RATIO
     from seba.objective import expand_mask, masked_group_count, sample_group_mask
 
     params = load_params(ROOT / "params.yaml")
-    unknown = [d for d in args.datasets or [] if d not in params.sources or params.sources[d].openml_id is None]
-    if unknown:
-        raise ConfigError(f"params.yaml's sources have no snapshot dataset {', '.join(unknown)}")
+    check_openml_datasets(args.datasets or [], params)
     torch.set_num_threads(1)
     ratios = [r for r in params.ratios if r != RANDOM_RATIO]
     roundings = {"float32": (torch.float32, None), "TF32": (torch.float32, tf32), "float64": (torch.float64, None)}
@@ -103,9 +101,7 @@ def main() -> None:
     print(f"{'table':10s} {'ratio':>5s} {'columns':>7s} " + " ".join(f"{f'wrong, {a}':>15s}" for a in ARITHMETIC)
           + f" {'ms float32':>10s} {'ms float64':>10s}")
     for dataset in args.datasets or params.datasets:
-        frame, _ = load_snapshot(params.sources[dataset].openml_id, ROOT / "data" / "snapshot")
-        table = encode_table(frame)
-        split = make_split(table.y, args.seed, params.split.test_fraction, params.split.val_fraction, dataset)
+        table, split = speed.load_table(dataset, params, args.seed)
         cfg = params.pretrain_for(dataset)
         X = torch.as_tensor(scale(table, split.train, cfg.normalise)[split.train], dtype=torch.float32)
         groups = torch.as_tensor(table.groups, dtype=torch.long)

@@ -88,10 +88,11 @@ def step_flops(batch: int, d: int, cfg) -> float:
     return 3 * forward
 
 
-def load_table(name: str, params):
+def load_table(name: str, params, seed: int = 0):
+    """A snapshot table encoded, and ``seed``'s split of it."""
     frame, _ = load_snapshot(params.sources[name].openml_id, ROOT / "data" / "snapshot")
     table = encode_table(frame)
-    split = make_split(table.y, 0, params.split.test_fraction, params.split.val_fraction)
+    split = make_split(table.y, seed, params.split.test_fraction, params.split.val_fraction)
     return table, split
 
 

@@ -483,7 +483,10 @@ def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float | str
     # before the host waits for their losses), so that a GPU does not idle while the host draws.
     # A seed's generator serves its training draws alone: the draws of a seed that then stops
     # are dropped, and change nothing of its run.
-    drawn = {g: seeds[g].draw_epoch(n_rows, cfg.batch_size) for g in active}
+    def draw_epoch() -> dict[int, tuple]:
+        return {g: seeds[g].draw_epoch(n_rows, cfg.batch_size) for g in active}
+
+    drawn = draw_epoch()
     for epoch in range(1, epoch_limit + 1):
         epoch_draws = [drawn[g] for g in active]
         orders = to_device(torch.stack([order for order, _, _ in epoch_draws]), device)  # [S, rows]
@@ -506,8 +509,7 @@ def _train_stack(members: list[SeedData], groups: np.ndarray, ratio: float | str
             epoch_loss += losses.detach() * size
         losses = None  # frees the last eager step's autograd graph (a graph capture needs it gone)
         val_total = validation_losses() if val_batches else None
-        drawn = ({g: seeds[g].draw_epoch(n_rows, cfg.batch_size) for g in active} if epoch < epoch_limit
-                 else {})
+        drawn = draw_epoch() if epoch < epoch_limit else {}
         # one synchronisation per epoch: the training and the validation losses in one copy
         both = epoch_loss.double() if val_total is None else torch.cat([epoch_loss.double(), val_total])
         both = both.tolist()
