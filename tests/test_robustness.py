@@ -1794,3 +1794,33 @@ def test_a_unit_is_taken_off_numbers_only_where_one_unit_makes_the_column_numeri
     assert records["not_dates"]["kind"] == "categorical" and "time_as" not in records["not_dates"]
     assert not any("read as numbers" in n for n in records["not_dates"]["notices"])
     np.testing.assert_array_equal(read["coded"].dropna().to_numpy(), values[np.arange(200) % 4 != 0])
+
+
+def test_dates_and_times_are_kept_where_an_id_would_be_dropped(repo):
+    """A table sorted by its date, one row per day (0, 1, 2, ... days: a row id's integers), keeps
+    the date as a feature, with a notice, as it keeps a pandas index of dates written with the
+    table and a duration column counting whole seconds; an integer id beside them is still dropped."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    rng = np.random.default_rng(0)
+    days = pd.date_range("2024-01-01", periods=200, freq="D")
+    frame = pd.DataFrame({"day": days.strftime("%Y-%m-%d"), "id": np.arange(1, 201),
+                          "x": rng.normal(size=200).round(3), "label": rng.choice(["p", "q"], size=200)},
+                         index=days.strftime("%Y-%m-%d"))
+    frame.to_csv(repo / "data" / "local" / "daily.csv")  # the index, header-less, as 'Unnamed: 0'
+    read, info = load_local_table("daily", SourceConfig(path="data/local/daily.csv", target="label"), repo)
+    records = {r["column"]: r for r in info["columns"]}
+    for column in ("day", "Unnamed: 0"):
+        assert records[column]["kind"] == "numeric", records[column]
+        np.testing.assert_array_equal(read[column].to_numpy(), np.arange(200.0))
+    assert "column 'day' kept: its values increase strictly from row to row, as a row id's do, but it holds times " \
+           "(days since the column's earliest, 2024-01-01 00:00:00), not an id" in records["day"]["notices"]
+    assert "column 'Unnamed: 0' kept: it has no header name" in " ".join(records["Unnamed: 0"]["notices"])
+    assert (records["id"]["kind"], records["id"]["reason"]) == ("dropped", "row id")
+
+    pd.DataFrame({"waited": pd.to_timedelta(np.arange(200), unit="s"), "x": frame["x"].to_numpy(),
+                  "label": frame["label"].to_numpy()}).to_parquet(repo / "data" / "local" / "waits.parquet")
+    read, info = load_local_table("waits", SourceConfig(path="data/local/waits.parquet", target="label"), repo)
+    waited = next(r for r in info["columns"] if r["column"] == "waited")
+    assert waited["kind"] == "numeric" and waited["time_as"] == "seconds" and read["waited"].iloc[-1] == 199.0

@@ -957,7 +957,15 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
         record.update(kind="dropped", reason="all missing")
         record["notices"].append(f"dropped all-missing column '{column}'")
         return record, None
+    # a date, timestamp, time or duration is information even when the table is sorted by it, one
+    # row per day (days since the earliest: 0, 1, 2, ... as a row id's integers), or written as its index
     index_like = None if forced else _index_like(column, values, kind)
+    if index_like and "time_as" in record:
+        looks = ("it has no header name and a distinct value in every row, as a row index written into the file"
+                 if index_like[0] == "row index" else "its values increase strictly from row to row, as a row id's do")
+        record["notices"].append(f"column '{column}' kept: {looks}, but it holds times ({record['time_as']}), "
+                                 f"not an id")
+        index_like = None
     if index_like:
         reason, why, loud = index_like
         record.update(kind="dropped", reason=reason)
