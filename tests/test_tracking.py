@@ -235,8 +235,8 @@ def test_records_not_pushed_from_a_temporary_copy_wait_in_the_workspace(tmp_path
 def test_a_failed_stage_in_a_temporary_copy_leaves_the_experiments_records_in_the_workspace(
         tmp_path, monkeypatch, capsys):
     """A queued experiment whose stage fails never reaches its track stage, and DVC deletes its
-    copy: the failed stage's record and those of the stages before it go to the workspace's spool,
-    where the next push finds them. A stage that ends well leaves them for the copy's own track."""
+    copy: the failed stage's record and those of the stages before it are in the workspace's spool,
+    where the next push finds them (a stage writes its record there, with a marker in the copy)."""
     from seba.core.cli import run_stage
     from seba.core.errors import DataError
 
@@ -259,7 +259,8 @@ def test_a_failed_stage_in_a_temporary_copy_leaves_the_experiments_records_in_th
             raise DataError("the encoder collapsed")
 
     run_stage("split", split)
-    assert len(_records(copy)) == 1 and _records(workspace) == []
+    assert _records(copy) == [] and len(_records(workspace)) == 1
+    assert [m.name for m in (copy / PENDING_DIR).glob("*.sent")] == [_records(workspace)[0].stem + ".sent"]
     with pytest.raises(SystemExit) as exc:
         run_stage("pretrain", pretrain)
     assert exc.value.code == 2
@@ -273,6 +274,48 @@ def test_a_failed_stage_in_a_temporary_copy_leaves_the_experiments_records_in_th
     [failed] = [i for i in ids.values() if client.get_run(i).data.tags["stage"] == "pretrain"]
     local = client.download_artifacts(failed, "curve.csv", str(tmp_path / "download"))
     assert Path(local).read_text() == "epoch,loss\n0,1.0\n"
+
+
+def test_a_queued_experiment_killed_part_way_keeps_the_records_of_its_finished_stages(tmp_path, monkeypatch):
+    """`kill -9` of a queued experiment (the OOM killer, a machine that went away) ends it before
+    any handler runs, and DVC deletes its copy: the stages it finished wrote their records into the
+    workspace's spool, which the next push reads. An experiment that ends well pushes them from its
+    copy's own track stage (its marker is the change that runs it), and nothing waits afterwards."""
+    import shutil
+    import signal
+
+    copy, workspace = tmp_path / "copy", tmp_path / "workspace"
+    for root in (copy, workspace):
+        (root / PENDING_DIR).mkdir(parents=True)
+    (copy / "curve.csv").write_text("epoch,loss\n0,1.0\n")
+    env = {**os.environ, "DVC_ROOT": str(workspace), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    stage = ("import os, signal\nfrom pathlib import Path\nfrom seba.core.tracking import Tracker\n"
+             f"with Tracker('split', 'split toy', root=Path({str(copy)!r})) as t:\n"
+             "    t.log_metrics({'rows': 3})\n"
+             f"    t.log_artifacts(Path({str(copy)!r}) / 'curve.csv')\n"
+             f"with Tracker('pretrain', 'pretrain toy', root=Path({str(copy)!r})) as t:\n"
+             "    os.kill(os.getpid(), signal.SIGKILL)\n")
+    killed = subprocess.run([sys.executable, "-c", stage], env=env, cwd=copy, capture_output=True, text=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    shutil.rmtree(copy)  # what DVC does with the copy
+    [record] = _records(workspace)
+    uri = f"sqlite:///{workspace / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.delenv("DVC_ROOT", raising=False)
+    ids = flush(workspace)  # the workspace's next track stage
+    client = MlflowClient(tracking_uri=uri)
+    [run] = [client.get_run(i) for i in ids.values()]
+    assert (run.info.run_name, run.info.status, run.data.metrics["rows"]) == ("split toy", "FINISHED", 3)
+    local = client.download_artifacts(run.info.run_id, "curve.csv", str(tmp_path / "download"))
+    assert Path(local).read_text() == "epoch,loss\n0,1.0\n" and _records(workspace) == []
+
+    copy.mkdir()
+    monkeypatch.setenv("DVC_ROOT", str(workspace))
+    with Tracker("evaluate", "evaluate toy", root=copy) as tracker:
+        tracker.log_metrics({"accuracy": 0.5})
+    assert _records(copy) == [] and len(_records(workspace)) == 1 and len(list((copy / PENDING_DIR).glob("*.sent"))) == 1
+    ids = flush(copy)  # the experiment's own track stage
+    assert client.get_run(ids[tracker.run_id]).data.metrics["accuracy"] == 0.5 and _records(workspace) == []
 
 
 def test_stage_times_reads_the_records_where_mlflow_is_not(tmp_path, monkeypatch):

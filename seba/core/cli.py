@@ -71,7 +71,8 @@ def run_stage(name: str, main: Callable[[], None]) -> None:
 
 def _keep_records() -> None:
     """A failed stage in a queued experiment's temporary copy: its record and those of the stages
-    before it go to the workspace, where the next push finds them (``seba.core.tracking.keep_for_workspace``)."""
+    before it wait in the workspace, where the next push finds them; says so, and moves there any
+    that the copy holds (``seba.core.tracking.keep_for_workspace``)."""
     try:
         keep_for_workspace()
     except Exception as exc:  # the stage's own error is the one to show

@@ -6,9 +6,11 @@ metric histories, nested runs, start and end times, copies of its artifacts — 
 ``data/tracking/``. The ``track`` stage, last in ``dvc.yaml``, pushes the waiting records into the
 MLflow store with their own times (``flush``; also ``seba-track`` / ``python -m seba.core.tracking``).
 Every failure, writing a record or pushing it, is one warning: a stage always completes its DVC
-outputs, and a record that could not be pushed stays for the next ``track`` (a queued experiment's,
-made in a temporary copy that DVC deletes, waits in the workspace's ``data/tracking/``, as do all of
-its records when one of its stages fails: ``keep_for_workspace``).
+outputs, and a record that could not be pushed stays for the next ``track``. A queued experiment
+runs in a temporary copy that DVC deletes, however the experiment ends: its stages write their
+records straight into the workspace's ``data/tracking/`` (``DVC_ROOT``), so that a run killed part-way
+(``kill -9``, the OOM killer, a machine that went away) keeps the records of the stages it finished,
+and leave a marker in the copy's own, which makes the copy's ``track`` stage run and push them.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from seba.core.runtime import atomic_path, log, repo_root, write_text
 
 EXPERIMENT = "seba"
 PENDING_DIR = paths.TRACKING  # the records waiting for the track stage (git-ignored but for .gitignore)
+SENT = ".sent"  # a temporary copy's marker of a record written to the workspace's spool
 UNREADABLE = "unreadable"  # records that cannot be read, set aside in the spool so that the others go on
 _BATCH = 1000  # MLflow's limit of metrics per log_batch call
 _PARAMS_BATCH = 100  # and of params
@@ -56,6 +59,14 @@ def tracking_uri(root: Path | None = None) -> str:
 
 def pending_dir(root: Path | None = None) -> Path:
     return paths.tracking(root or repo_root())
+
+
+def home_spool(root: Path | None = None) -> Path:
+    """The spool that stages write their records to and ``flush`` pushes from: ``root``'s, or in a
+    queued experiment's temporary copy, the workspace's (``store_root``), which outlives the copy."""
+    root = root or repo_root()
+    home = store_root(root)
+    return pending_dir(root) if home.resolve() == root.resolve() else pending_dir(home)
 
 
 def _git_commit(root: Path) -> str:
@@ -140,16 +151,34 @@ class Tracker:
                 f"its DVC outputs are unaffected")
 
     def _write(self) -> None:
-        """The record and copies of its artifacts, made visible in one rename."""
-        spool = pending_dir(self.root)
-        spool.mkdir(parents=True, exist_ok=True)
+        """The record and copies of its artifacts, made visible in one rename, in the spool the
+        pushes read: the workspace's, in a queued experiment's temporary copy (``home_spool``), with a
+        marker ``<record>.sent`` in the copy's own spool (the dependency of its ``track`` stage); the
+        copy's own spool if the workspace's cannot be written (``_wait`` moves it there later)."""
         name = f"{self.runs[self.run_id]['start']:013d}-{self.run_id}"
+        local, home = pending_dir(self.root), home_spool(self.root)
+        if home == local:
+            self._write_to(local, name)
+            return
+        try:
+            self._write_to(home, name)
+        except (OSError, OutputError) as exc:
+            log(f"WARNING: MLflow record of '{self.run_name}' not written to the workspace's {home} "
+                f"({_first_line(exc)}); it waits in this temporary copy")
+            self._write_to(local, name)
+            return
+        write_text(local / f"{name}{SENT}", f"{home / name}.json\n")
+
+    def _write_to(self, spool: Path, name: str) -> None:
+        spool.mkdir(parents=True, exist_ok=True)
         files = spool / f"{name}.files"
+        artifacts = []
         for n, (path, artifact_path) in enumerate(self.artifacts):
             copy = files / str(n) / path.name
             copy.parent.mkdir(parents=True, exist_ok=True)
             (shutil.copytree if path.is_dir() else shutil.copy2)(path, copy)
-            self.runs[self.run_id]["artifacts"].append([str(copy.relative_to(spool)), artifact_path])
+            artifacts.append([str(copy.relative_to(spool)), artifact_path])
+        self.runs[self.run_id]["artifacts"] = artifacts
         record = {"version": 1, "stage": self.stage, "runs": list(self.runs.values())}
         write_text(spool / f"{name}.json", json.dumps(record))
 
@@ -331,13 +360,14 @@ def _wait(records: list[Path], root: Path) -> str:
     """Where the records not pushed wait for the next push: where they are, or, in a queued
     experiment's temporary copy (which DVC deletes afterwards), the workspace's spool (DVC_ROOT),
     each record after its artifact copies and made visible there in one rename."""
-    home = store_root(root)
-    if home.resolve() == root.resolve():
+    target = home_spool(root)
+    if target == pending_dir(root):
         return f"{PENDING_DIR}/"
-    target = pending_dir(home)
+    if all(path.parent == target for path in records):  # the workspace's own records, pushed from the copy
+        return f"{target}/"
     try:
         target.mkdir(parents=True, exist_ok=True)
-        for path in records:
+        for path in (path for path in records if path.parent != target):
             if path.with_suffix(".files").exists():
                 shutil.move(path.with_suffix(".files"), target / path.with_suffix(".files").name)
             with atomic_path(target / path.name) as tmp:
@@ -349,17 +379,21 @@ def _wait(records: list[Path], root: Path) -> str:
 
 
 def keep_for_workspace(root: Path | None = None) -> None:
-    """In a queued experiment's temporary copy, move the records waiting there to the workspace's
-    spool (``_wait``): a stage that fails ends the experiment before its ``track`` stage, and DVC
-    then deletes the copy, with the records of the failed stage and of the stages before it. In
-    the workspace itself, nothing to do: they wait for the next push where they are."""
+    """A stage of a queued experiment failed: the experiment ends before its ``track`` stage, and
+    DVC deletes its temporary copy. Its records are already in the workspace's spool, where the next
+    push finds them (those written to the copy because the workspace's could not be, moved there
+    now: ``_wait``); this says how many. In the workspace itself, nothing to do."""
     root = root or repo_root()
-    if store_root(root).resolve() == root.resolve():
+    local, home = pending_dir(root), home_spool(root)
+    if home == local:
         return
-    records = sorted(pending_dir(root).glob("*.json"))
-    if records:
-        log(f"[track] {len(records)} stage record(s) of this experiment wait in {_wait(records, root)} "
-            f"for the next `track` stage ({RETRY})")
+    records = sorted(local.glob("*.json"))
+    where = _wait(records, root) if records else f"{home}/"
+    waiting = len(records) + sum(1 for marker in local.glob(f"*{SENT}")
+                                 if (home / marker.name).with_suffix(".json").exists())
+    if waiting:
+        log(f"[track] {waiting} stage record(s) of this experiment wait in {where} for the next `track` stage "
+            f"({RETRY})")
 
 
 def flush(root: Path | None = None) -> dict[str, str]:
@@ -370,7 +404,13 @@ def flush(root: Path | None = None) -> dict[str, str]:
     temporary copy, the workspace's: ``_wait``).
     """
     root = root or repo_root()
-    spool = pending_dir(root)
+    ids: dict[str, str] = {}
+    for spool in dict.fromkeys((pending_dir(root), home_spool(root))):  # a temporary copy's, then the workspace's
+        ids.update(_flush(spool, root))
+    return ids
+
+
+def _flush(spool: Path, root: Path) -> dict[str, str]:
     if spool.is_dir():
         _remove_leftovers(spool)
     if not any(spool.glob("*.json")):
