@@ -210,6 +210,68 @@ def test_plain_numbers_read_in_one_cast_are_pythons_floats():
     assert values.to_numpy().view(np.int64).tolist() == np.array([float(c) for c in cells]).view(np.int64).tolist()
 
 
+EDGE_COLUMNS = {  # column -> (its cells, in turn over the rows; whether the whole-table pass takes it)
+    "Unnamed: 0": (None, True), "ints": (["0", "17", "255", "3"], True), "decimals": (["0.25", "-1.5", "3.0", "1e-3"], True),
+    "signs": (["+2E5", ".5", "3.", "-0"], True), "zeros": (["007", "0", "010", "1"], True),
+    "spaced": ([" 5", "6 ", "7", "8"], False), "mixed_ws": (["5", "6", "7\t", "8"], False),
+    "row_id": (None, True), "gapped_id": (None, True), "beyond_float32": (["1e39", "1", "2", "3"], True),
+    "groups": (["2.544", "1.083", "653", "12"], False), "a_point": (["2.544", "0.5", "653", "12"], True),
+    "nan": (["nan", "1", "2", "3"], False), "inf": (["inf", "1", "2", "3"], False),
+    "huge": (["1e400", "1", "2", "3"], False), "empty": (["", "1", "2", "3"], False),
+    "word": (["?", "1", "2", "3"], False), "NA": (["NA", "1", "2", "3"], False),
+    "paren": (["(5)", "1", "2", "3"], False), "percent": (["5%", "1%", "2%", "3%"], False),
+    "minus": (["\u22125", "1", "2", "3"], False), "thousands": (["1,000", "x", "y", "z"], False),
+    "hex": (["0x10", "1", "2", "3"], False), "text": (["a", "b", "c", "d"], False),
+    "dates": (["2024-01-01", "2024-01-02", "2024-01-04", "2024-01-03"], False),
+    "constant": (["1", "1", "1", "1"], True), "arabic": (["\u0661", "1", "2", "3"], False),
+}
+
+
+def test_a_csvs_plain_number_columns_read_in_one_pass_match_the_column_rules(tmp_path, monkeypatch, capsys):
+    """load_local_table reads a CSV's columns of plain finite numbers in one pass over the table
+    (``_plain_number_columns``) and the others column by column: the frame (bit for bit), every
+    column's record, the schema and the log lines equal those of reading each column by the rules,
+    on columns at every edge of the pass (whitespace, missing-value words, digit groups, ids,
+    magnitudes beyond float32, units, signs)."""
+    import seba.core.data as data
+    from seba.core.config import SourceConfig
+
+    rows = 300
+    cells = {}
+    for name, (pattern, _) in EDGE_COLUMNS.items():
+        if name in ("row_id", "Unnamed: 0"):
+            cells[name] = [str(i) for i in range(1, rows + 1)]
+        elif name == "gapped_id":
+            cells[name] = [str(3 * i + 1000) for i in range(rows)]
+        else:
+            cells[name] = [pattern[i % len(pattern)] for i in range(rows)]
+    cells["label"] = [("p", "q")[i % 2] for i in range(rows)]
+    header = ["" if name == "Unnamed: 0" else name for name in cells]
+    lines = [",".join(header)] + [",".join(f'"{cells[n][i]}"' if "," in cells[n][i] else cells[n][i] for n in cells)
+                                  for i in range(rows)]
+    (tmp_path / "data" / "local").mkdir(parents=True)
+    (tmp_path / "data" / "local" / "edges.csv").write_text("\n".join(lines) + "\n")
+    source = SourceConfig(path="data/local/edges.csv", target="label")
+
+    taken = []
+    batch = data._plain_number_columns
+    monkeypatch.setattr(data, "_plain_number_columns", lambda f, n: taken.append(batch(f, n)) or taken[-1])
+    fast, fast_info = data.load_local_table("edges", source, tmp_path)
+    fast_log = capsys.readouterr().err
+    assert sorted(taken[0]) == sorted(n for n, (_, plain) in EDGE_COLUMNS.items() if plain)
+    monkeypatch.setattr(data, "_plain_number_columns", lambda f, n: {})
+    slow, slow_info = data.load_local_table("edges", source, tmp_path)
+    slow_log = capsys.readouterr().err
+    pd.testing.assert_frame_equal(fast, slow)
+    for column in fast.columns[fast.dtypes == "float64"]:
+        assert fast[column].to_numpy().view(np.int64).tolist() == slow[column].to_numpy().view(np.int64).tolist()
+    assert fast_info == slow_info and fast.attrs == slow.attrs and fast_log == slow_log
+    records = {r["column"]: r for r in fast_info["columns"]}
+    assert records["row_id"]["reason"] == "row id" and records["Unnamed: 0"]["reason"] == "row index"
+    assert "out_of_range" in records["beyond_float32"]
+    assert records["groups"]["warnings"] and records["spaced"]["kind"] == "numeric"
+
+
 def test_a_table_needs_two_feature_columns():
     """SeBA masks at least one column and encodes the others: one feature column is refused by
     name, whatever the source (here a benchmark-format table)."""

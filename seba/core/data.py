@@ -348,6 +348,50 @@ def _plain_floats(text: pd.Series) -> pd.Series | None:
     return pd.Series(values, index=text.index, dtype="float64")
 
 
+def _plain_number_columns(frame: pd.DataFrame, names: list[str]) -> dict[str, pd.Series]:
+    """The columns of ``names`` (a CSV's text columns, none of them forced, read with the default
+    thousands and decimal settings) whose cells Arrow's cast reads, every one, as a finite number,
+    and that hold no digit groups ('2.544', ``_grouped_like``): their float64 values, found for the
+    whole table in one cast. ``_infer_column`` reads each such column to the same record and values
+    (its ``_plain_floats`` is that cast; a cell with a missing-value word, a unit, parentheses, a
+    separator or U+2212 fails the cast, and 'nan' or 'inf' is not finite), at a few milliseconds
+    of per-column passes each, which is what a table of thousands of columns spends its time on;
+    every other column is left to it."""
+    if not names or frame.empty:
+        return {}
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        columns = [pa.array(frame[name].array) for name in names]
+        columns = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
+        if not all(pa.types.is_string(c.type) or pa.types.is_large_string(c.type) for c in columns):
+            return {}
+        kind = columns[0].type
+        columns = [c if c.type == kind else c.cast(kind) for c in columns]
+        try:  # all at once: a table of numbers only
+            values = pc.cast(pa.chunked_array(columns, type=kind), pa.float64()).to_numpy()
+            read = dict(enumerate(values.reshape(len(names), len(frame))))
+        except (ValueError, TypeError):  # pa.ArrowInvalid is a ValueError: some column is no such one
+            read = {}
+            for i, c in enumerate(columns):
+                try:
+                    read[i] = pc.cast(c, pa.float64()).to_numpy(zero_copy_only=False)
+                except (ValueError, TypeError):
+                    pass
+        read = {i: v for i, v in read.items() if np.isfinite(v).all()}
+        if read:
+            chosen = list(read)
+            dotted = pc.match_substring(pa.chunked_array([columns[i] for i in chosen], type=kind), ".")
+            dotted = pc.fill_null(dotted, False).to_numpy(zero_copy_only=False).reshape(len(chosen), len(frame))
+            for k, i in enumerate(chosen):
+                if dotted[k].any() and _grouped_like(frame[names[i]].astype("string").str.strip(), "."):
+                    del read[i]
+    except (ImportError, NotImplementedError):
+        return {}
+    return {names[i]: pd.Series(v, index=frame.index, dtype="float64") for i, v in read.items()}
+
+
 def _quote(counts: dict, limit: int = _SHOWN) -> str:
     shown = ", ".join(f"'{k}' x{v}" for k, v in list(counts.items())[:limit])
     return shown + (f", ... ({len(counts) - limit} more)" if len(counts) > limit else "")
@@ -951,6 +995,14 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                 if hint:
                     record["notices"].append(hint)
     record["kind"] = kind
+    return _finish_column(column, values, record, source, key, series.index)
+
+
+def _finish_column(column: str, values: pd.Series, record: dict, source, key: str,
+                   index: pd.Index) -> tuple[dict, pd.Series | None]:
+    """The rules every feature column goes through once its kind is known: the finite-number
+    checks, the drops (all missing, a row index or id), and a categorical's levels."""
+    kind, forced = record["kind"], record["forced"]
     if kind == "numeric":
         values = _finite_numbers(column, values, record)
     if values.isna().all():
@@ -990,7 +1042,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
         record["warnings"].append(f"column '{column}' has {len(counts)} levels > max_categories "
                                   f"{source.max_categories}: kept the {len(keep)} most frequent, the rest -> "
                                   f"'other' ({int(folded.sum())} rows)")
-    result = pd.Series(values, index=series.index).astype("category")
+    result = pd.Series(values, index=index).astype("category")
     record["levels"] = int(len(result.cat.categories))
     return record, result
 
@@ -1164,10 +1216,19 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         notes.append(f"WARNING target column '{source.target}': classes that differ only in case "
                      f"({_spelled(same['case'], target)}) are different classes")
     records, out = [], {}
+    plain = {}
+    if local_format(path) in ("csv", "tsv") and source.thousands is None and source.decimal == ".":
+        plain = _plain_number_columns(frame, [c for c in frame.columns if c != source.target
+                                              and c not in source.numeric and c not in source.categorical])
     for column in frame.columns:
         if column == source.target:
             continue
-        record, values = _infer_column(column, frame[column], source, key, where)
+        if column in plain:  # the record _infer_column gives such a column, without its passes
+            record = {"column": column, "forced": None, "converted": {}, "warnings": [], "notices": [],
+                      "read_as": "text", "kind": "numeric"}
+            record, values = _finish_column(column, plain[column], record, source, key, frame.index)
+        else:
+            record, values = _infer_column(column, frame[column], source, key, where)
         records.append(record)
         if values is not None:
             out[column] = values.reset_index(drop=True)
