@@ -389,7 +389,8 @@ def _plain_number_columns(frame: pd.DataFrame, names: list[str]) -> dict[str, pd
                     del read[i]
     except (ImportError, NotImplementedError):
         return {}
-    return {names[i]: pd.Series(v, index=frame.index, dtype="float64") for i, v in read.items()}
+    index = pd.RangeIndex(len(frame)) if frame.index.equals(pd.RangeIndex(len(frame))) else frame.index
+    return {names[i]: pd.Series(v, index=index, dtype="float64", copy=False) for i, v in read.items()}
 
 
 def _quote(counts: dict, limit: int = _SHOWN) -> str:
@@ -1005,13 +1006,16 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
     kind, forced = record["kind"], record["forced"]
     if kind == "numeric":
         values = _finite_numbers(column, values, record)
-    if values.isna().all():
+        missing = np.isnan(values.to_numpy(dtype="float64"))  # float64 (numpy, not a pandas pass: thousands of columns)
+    else:
+        missing = values.isna().to_numpy()
+    if missing.all():
         record.update(kind="dropped", reason="all missing")
         record["notices"].append(f"dropped all-missing column '{column}'")
         return record, None
     # a date, timestamp, time or duration is information even when the table is sorted by it, one
     # row per day (days since the earliest: 0, 1, 2, ... as a row id's integers), or written as its index
-    index_like = None if forced else _index_like(column, values, kind)
+    index_like = None if forced else _index_like(column, values, kind, not missing.any())
     if index_like and "time_as" in record:
         looks = ("it has no header name and a distinct value in every row, as a row index written into the file"
                  if index_like[0] == "row index" else "its values increase strictly from row to row, as a row id's do")
@@ -1024,7 +1028,7 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
         record["warnings" if loud else "notices"].append(
             f"column '{column}' dropped: {why}; list it in '{key}.numeric' or '{key}.categorical' to keep it")
         return record, None
-    record["missing"] = int(values.isna().sum())
+    record["missing"] = int(missing.sum())
     if kind == "numeric":
         return record, values
     same = _spellings(values)
@@ -1136,13 +1140,12 @@ def _finite_numbers(column: str, values: pd.Series, record: dict) -> pd.Series:
     return values.mask(infinite | huge)
 
 
-def _index_like(column: str, values: pd.Series, kind: str) -> tuple[str, str, bool] | None:
+def _index_like(column: str, values: pd.Series, kind: str, complete: bool) -> tuple[str, str, bool] | None:
     """Why a column is a row index rather than a feature (short, long, and whether to warn: the
     column may be a feature), or None: a header-less column with a distinct value in every row (an
     index written with the table), or a column of integers that increase strictly from row to row
     (a row id; with gaps between them, also what a feature looks like when the table is sorted by
-    it, hence a warning)."""
-    complete = values.notna().all()
+    it, hence a warning). ``complete``: no cell of ``values`` is missing."""
     if _INDEX_NAME.fullmatch(column) and complete and values.nunique() == len(values):
         return ("row index", "a row index written into the file (no header name, a distinct value in every row)",
                 False)
@@ -1231,7 +1234,8 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
             record, values = _infer_column(column, frame[column], source, key, where)
         records.append(record)
         if values is not None:
-            out[column] = values.reset_index(drop=True)
+            zero_based = isinstance(values.index, pd.RangeIndex) and values.index.start == 0 and values.index.step == 1
+            out[column] = values if zero_based else values.reset_index(drop=True)
     if len(out) < 2:
         dropped = "; ".join(f"'{r['column']}': {r['reason']}" for r in records if r["kind"] == "dropped")
         kept = f"one feature column ('{next(iter(out))}')" if out else "no feature columns"
