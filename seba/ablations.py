@@ -534,6 +534,11 @@ def warn_stale_running(states: dict[str, str], root: Path,
           f"is alive: {', '.join(running)}. They will not finish (their worker has ended); clear them with "
           f"`dvc queue kill {names}` (it may answer that they already aborted) and `dvc queue remove {names}`. "
           f"Stages they completed stay in DVC's run cache, so queueing them again reuses those", flush=True)
+    waiting = len(list(paths.tracking(root).glob("*.json")))
+    if waiting:  # the records of the stages those experiments finished, written where their copy was not
+        print(f"note: {waiting} stage record(s) wait in {paths.TRACKING}/ for MLflow (those of stages the dead "
+              f"experiments finished among them): the next `dvc repro` (its `track` stage) or `seba-track` "
+              f"pushes them", flush=True)
     return running
 
 

@@ -361,6 +361,13 @@ def test_queue_warns_about_experiments_left_running_by_a_dead_worker(tmp_path, m
     out = capsys.readouterr().out
     assert "no queue worker of this repository is alive: r11-prep-raw" in out
     assert "`dvc queue kill r11-prep-raw`" in out and "`dvc queue remove r11-prep-raw`" in out
+    assert "stage record(s) wait in" not in out
+    # the records of the stages it finished, in the workspace's spool: said, with what pushes them
+    (tmp_path / "data" / "tracking").mkdir(parents=True)
+    (tmp_path / "data" / "tracking" / "0001-a.json").write_text("{}")
+    ab.warn_stale_running(states, tmp_path, alive=dead)
+    assert "note: 1 stage record(s) wait in data/tracking/ for MLflow" in capsys.readouterr().out
+    (tmp_path / "data" / "tracking" / "0001-a.json").unlink()
     # a live worker, or nothing to tell: no warning; nothing running: no warning
     assert ab.warn_stale_running(states, tmp_path, alive=lambda root: True) == []
     assert ab.warn_stale_running(states, tmp_path, alive=lambda root: None) == []
