@@ -389,8 +389,7 @@ def _plain_number_columns(frame: pd.DataFrame, names: list[str]) -> dict[str, pd
                     del read[i]
     except (ImportError, NotImplementedError):
         return {}
-    index = pd.RangeIndex(len(frame)) if frame.index.equals(pd.RangeIndex(len(frame))) else frame.index
-    return {names[i]: pd.Series(v, index=index, dtype="float64", copy=False) for i, v in read.items()}
+    return {names[i]: pd.Series(v, index=frame.index, dtype="float64", copy=False) for i, v in read.items()}
 
 
 def _quote(counts: dict, limit: int = _SHOWN) -> str:
@@ -874,12 +873,16 @@ def _note_time(record: dict, what: str, cells: pd.Series, values: pd.Series, cou
                                  f"'{cells[first]}' is {values[first]:g})")
 
 
+def _column_record(column: str, forced: str | None, read_as: str) -> dict:
+    """A feature column's record as the rules begin it (they add its kind, conversions and messages)."""
+    return {"column": column, "forced": forced, "converted": {}, "warnings": [], "notices": [], "read_as": read_as}
+
+
 def _infer_column(column: str, series: pd.Series, source, key: str, where: str) -> tuple[dict, pd.Series | None]:
     """One feature column of a local table: its record (what was inferred, converted, dropped and
     why, with the messages to log) and its values (float64 or category), None when dropped."""
     forced = ("numeric" if column in source.numeric else "categorical" if column in source.categorical
               else None)
-    record: dict = {"column": column, "forced": forced, "converted": {}, "warnings": [], "notices": []}
     if pd.api.types.is_bool_dtype(series):
         read_as = "booleans"
     elif isinstance(series.dtype, pd.CategoricalDtype):
@@ -892,7 +895,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
         read_as = "durations"
     else:
         read_as = "text"
-    record["read_as"] = read_as
+    record = _column_record(column, forced, read_as)
     if read_as in ("datetimes", "durations") and forced != "categorical":
         values, counted = _time_as_numbers(series)
         kind = "numeric"
@@ -996,11 +999,10 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                 if hint:
                     record["notices"].append(hint)
     record["kind"] = kind
-    return _finish_column(column, values, record, source, key, series.index)
+    return _finish_column(column, values, record, source, key)
 
 
-def _finish_column(column: str, values: pd.Series, record: dict, source, key: str,
-                   index: pd.Index) -> tuple[dict, pd.Series | None]:
+def _finish_column(column: str, values: pd.Series, record: dict, source, key: str) -> tuple[dict, pd.Series | None]:
     """The rules every feature column goes through once its kind is known: the finite-number
     checks, the drops (all missing, a row index or id), and a categorical's levels."""
     kind, forced = record["kind"], record["forced"]
@@ -1046,7 +1048,7 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
         record["warnings"].append(f"column '{column}' has {len(counts)} levels > max_categories "
                                   f"{source.max_categories}: kept the {len(keep)} most frequent, the rest -> "
                                   f"'other' ({int(folded.sum())} rows)")
-    result = pd.Series(values, index=index).astype("category")
+    result = values.astype("category")
     record["levels"] = int(len(result.cat.categories))
     return record, result
 
@@ -1227,9 +1229,8 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         if column == source.target:
             continue
         if column in plain:  # the record _infer_column gives such a column, without its passes
-            record = {"column": column, "forced": None, "converted": {}, "warnings": [], "notices": [],
-                      "read_as": "text", "kind": "numeric"}
-            record, values = _finish_column(column, plain[column], record, source, key, frame.index)
+            record = {**_column_record(column, None, "text"), "kind": "numeric"}
+            record, values = _finish_column(column, plain[column], record, source, key)
         else:
             record, values = _infer_column(column, frame[column], source, key, where)
         records.append(record)

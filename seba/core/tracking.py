@@ -363,11 +363,9 @@ def _wait(records: list[Path], root: Path) -> str:
     target = home_spool(root)
     if target == pending_dir(root):
         return f"{PENDING_DIR}/"
-    if all(path.parent == target for path in records):  # the workspace's own records, pushed from the copy
-        return f"{target}/"
     try:
         target.mkdir(parents=True, exist_ok=True)
-        for path in (path for path in records if path.parent != target):
+        for path in (path for path in records if path.parent != target):  # not the workspace's own
             if path.with_suffix(".files").exists():
                 shutil.move(path.with_suffix(".files"), target / path.with_suffix(".files").name)
             with atomic_path(target / path.name) as tmp:
@@ -388,7 +386,7 @@ def keep_for_workspace(root: Path | None = None) -> None:
     if home == local:
         return
     records = sorted(local.glob("*.json"))
-    where = _wait(records, root) if records else f"{home}/"
+    where = _wait(records, root)
     waiting = len(records) + sum(1 for marker in local.glob(f"*{SENT}")
                                  if (home / marker.name).with_suffix(".json").exists())
     if waiting:
