@@ -554,17 +554,16 @@ def _dir_object(work: Path, out: str) -> str:
 
 @pytest.mark.slow
 def test_killing_only_dvc_repro_ends_its_stage(committed):
-    from tiny_pipeline import start_long_repro
+    from tiny_pipeline import descendant, start_long_repro, stop_repro
 
     work, env, before = committed
     dvc, log_path = start_long_repro(work, env, "killed_parent.log")
+    stage = None
     try:
         deadline = time.time() + 600
-        stage = None
         while stage is None:
             assert dvc.poll() is None and time.time() < deadline, log_path.read_text()
-            stage = next((p for p in psutil.Process(dvc.pid).children(recursive=True)
-                          if "stages/pretrain.py" in " ".join(p.cmdline())), None)
+            stage = descendant(dvc.pid, "stages/pretrain.py")
             time.sleep(0.2)
         time.sleep(2)  # inside the training
         dvc.kill()  # the DVC process only, not its process group
@@ -573,6 +572,8 @@ def test_killing_only_dvc_repro_ends_its_stage(committed):
         assert not alive, "the stage outlived `dvc repro`"
         assert "the process that started this one is gone" in log_path.read_text()
     finally:
-        if dvc.poll() is None:
-            os.killpg(dvc.pid, signal.SIGKILL)
+        stop_repro(dvc)
+        if stage is not None:
+            with contextlib.suppress(psutil.Error):
+                stage.kill()
     _back_to_up_to_date(work, env, before)

@@ -9,7 +9,7 @@ import pytest
 import torch
 import yaml
 
-from tiny_pipeline import TINY, run, set_params, stages_run, start_long_repro
+from tiny_pipeline import TINY, run, set_params, stages_run, start_long_repro, stop_repro
 
 pytestmark = pytest.mark.slow
 
@@ -267,7 +267,6 @@ def test_a_second_repro_is_locked_out_and_a_killed_repro_is_redone_cleanly(repo)
     """Kill `dvc repro` (and its stage) in the middle of pretraining, the way an out-of-memory
     kill does; a concurrent `dvc repro` meanwhile gets DVC's lock message. The next `dvc repro`
     redoes the interrupted work and ends with every stage up to date."""
-    import signal
     import time
 
     work, env, _ = repo
@@ -284,11 +283,8 @@ def test_a_second_repro_is_locked_out_and_a_killed_repro_is_redone_cleanly(repo)
         assert second.returncode != 0
         assert "lock" in (second.stdout + second.stderr).lower()
         assert first.poll() is None  # the first run is unharmed by the second
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait(timeout=60)
     finally:
-        if first.poll() is None:
-            os.killpg(first.pid, signal.SIGKILL)
+        stop_repro(first)  # the way an out-of-memory kill does, or a failed assertion's clean-up
     # nothing half-written carries a final name: every model file present loads
     import torch
 

@@ -4,6 +4,7 @@ fixture ``tiny_pipeline``). Tests that change it put it back as they found it.""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -88,3 +89,29 @@ def start_long_repro(work: Path, env: dict, log_name: str) -> tuple[subprocess.P
         process = subprocess.Popen(["dvc", "repro"], cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
     return process, log_path
+
+
+def stop_repro(process: subprocess.Popen) -> None:
+    """Kill a `dvc repro` from `start_long_repro` and everything in its process group, and reap it:
+    a killed but unreaped `dvc repro` is a zombie whose PID still exists, and DVC takes the lock
+    it left (.dvc/tmp/rwlock) for a live one, failing every later `dvc repro` in the repository."""
+    import signal
+
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=60)
+
+
+def descendant(pid: int, needle: str):
+    """The first live process under `pid` whose command line holds `needle`, or None. Processes
+    that end (or turn zombie) while they are looked at are skipped: DVC starts and reaps short
+    subprocesses all the time."""
+    import psutil
+
+    for child in psutil.Process(pid).children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE and needle in " ".join(child.cmdline()):
+                return child
+        except psutil.Error:
+            continue
+    return None
