@@ -61,11 +61,17 @@ def target_neighbours(x: torch.Tensor, column_mask: torch.Tensor, exact: bool = 
         target = x[:, column_mask]
     else:
         target = x * column_mask.to(x.dtype)
+    return _nearest_other_rows(target, exact)
+
+
+def _nearest_other_rows(target: torch.Tensor, exact: bool) -> torch.Tensor:
+    """For [B, D] or stacked [S, B, D] rows: the index of each row's nearest other row (the last
+    dimension of the result indexes rows), in float64 if ``exact``."""
     if exact:
         target = target.double()
     distances = torch.cdist(target, target)
-    distances.fill_diagonal_(float("inf"))
-    return distances.argmin(dim=1)
+    distances.diagonal(dim1=-2, dim2=-1).fill_(float("inf"))
+    return distances.argmin(dim=-1)
 
 
 def info_nce(z: torch.Tensor, positives: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -91,12 +97,7 @@ def stacked_target_neighbours(x: torch.Tensor, column_masks: torch.Tensor,
     """``target_neighbours`` for every member: [S, B] row indices."""
     if not _batched(x, batched):
         return torch.stack([target_neighbours(x[s], column_masks[s], exact) for s in range(len(x))])
-    target = x * column_masks.to(x.dtype).unsqueeze(1)
-    if exact:
-        target = target.double()
-    distances = torch.cdist(target, target)
-    distances.diagonal(dim1=1, dim2=2).fill_(float("inf"))
-    return distances.argmin(dim=2)
+    return _nearest_other_rows(x * column_masks.to(x.dtype).unsqueeze(1), exact)
 
 
 def stacked_feature_view(x: torch.Tensor, column_masks: torch.Tensor, fill: str = "zero",
