@@ -14,7 +14,7 @@
 # per check). SECONDS is the whole budget: fp32 may use half of what is left after the tests, the
 # first other precision all of what is left then (it is never slower than fp32's run in our
 # measurements), and a precision after those two the rest, starting no table after three fifths
-# of it (its check then covers the tables it finished). Tables run cheapest first. Packages the
+# of it (its check then covers the tables it finished and is INCOMPLETE without the others). Tables run cheapest first. Packages the
 # machine lacks go in .whl/ (as in benchmarks/gpu_checks.sh). TESTS=0 skips the CUDA tests (up to 90 s),
 # leaving their time to the runs.
 set -uo pipefail
@@ -35,6 +35,7 @@ fi
 # the tables whose own `pretrain` values in `sources` set a precision (params.yaml pins fp32 on some)
 pinned=$(python3 -c "import yaml; p = yaml.safe_load(open('params.yaml'))
 print(' '.join(t for t in p['datasets'] if 'precision' in (p['sources'][t].get('pretrain') or {})))")
+tables=$(python3 -c "import yaml; print(' '.join(yaml.safe_load(open('params.yaml'))['datasets']))")  # all of them for a PASS
 cp params.yaml /tmp/params.yaml.orig  # a run stopped by its time limit leaves its edits behind
 run=0
 for precision in fp32 ${others//,/ }; do
@@ -55,7 +56,8 @@ done
 for precision in ${others//,/ }; do
   [ -s "$work/$precision.log" ] || continue
   echo "== $precision against fp32"
-  python3 benchmarks/precision_check.py "$work/fp32.log" "$work/$precision.log" --csv "$work/precision_$precision.csv"
+  python3 benchmarks/precision_check.py "$work/fp32.log" "$work/$precision.log" --csv "$work/precision_$precision.csv" \
+    --expect $tables
   python3 benchmarks/precision_seeds.py "$work/fp32" "$work/$precision" --csv "$work/seeds_$precision.csv"
 done 2>&1 | tee -a "$out/check.txt"
 tar czf "$out/runs.tgz" -C "$work" .

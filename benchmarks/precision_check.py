@@ -3,6 +3,7 @@ the same seeds and episodes, per table and shot, from the two runs' stage logs.
 
 Usage (repository root):
     python benchmarks/precision_check.py FP32_LOG TF32_LOG [--tolerance 0.3] [--csv OUT.csv]
+                                         [--expect DATASET ...]
 
 Each LOG is `dvc repro`'s output or `benchmarks/gpu_protocol.py`'s log (gzipped or not) of one run
 (`benchmarks/gpu_precision.sh` makes both). From SeBA's per-seed lines (`[evaluate <dataset> seed
@@ -10,7 +11,10 @@ Each LOG is `dvc repro`'s output or `benchmarks/gpu_protocol.py`'s log (gzipped 
 seeds both runs have in each precision, the difference (other − fp32) and its standard error from
 the paired seed differences; then the verdict: the other precision passes when every table's
 difference is within `--tolerance` points (the project's rule for making it the CUDA default).
-Exits 1 when it does not pass, 2 when the runs share no table.
+With `--expect`, the tables the rule needs (`benchmarks/gpu_precision.sh`: params.yaml's
+datasets): one that the two runs do not both have (a run cut by its time limit) makes the verdict
+INCOMPLETE, whatever the others show. Exits 1 when it does not pass, 2 when the runs share no
+table, 3 when it is incomplete.
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ def main() -> int:
     parser.add_argument("other_log", type=Path)
     parser.add_argument("--tolerance", type=float, default=0.3)
     parser.add_argument("--csv", type=Path)
+    parser.add_argument("--expect", nargs="+", default=[], metavar="DATASET",
+                        help="tables that must all be compared for a PASS")
     args = parser.parse_args()
     table = compare(seed_means([args.fp32_log]), seed_means([args.other_log]))
     if table.empty:
@@ -56,10 +62,13 @@ def main() -> int:
         shown.to_csv(args.csv, index=False)
     worst = table.loc[table["diff"].abs().idxmax()]
     passed = bool((table["diff"].abs() <= args.tolerance + 1e-9).all())  # 1e-9: the logs' two decimals in floats
-    print(f"{'PASS' if passed else 'FAIL'}: largest difference {worst['diff']:+.2f} ({worst['dataset']}, "
+    missing = [name for name in args.expect if name not in set(table["dataset"])]
+    verdict = "FAIL" if not passed else "INCOMPLETE" if missing else "PASS"
+    print(f"{verdict}: largest difference {worst['diff']:+.2f} ({worst['dataset']}, "
           f"{worst['shot']}-shot) against the tolerance {args.tolerance}; {table['seeds'].min()} to "
-          f"{table['seeds'].max()} seeds per cell, {table['dataset'].nunique()} tables")
-    return 0 if passed else 1
+          f"{table['seeds'].max()} seeds per cell, {table['dataset'].nunique()} tables"
+          + (f"; not compared: {', '.join(missing)} (no verdict for the default)" if missing else ""))
+    return 1 if not passed else 3 if missing else 0
 
 
 if __name__ == "__main__":

@@ -237,6 +237,15 @@ def test_precision_check_pairs_the_seeds_and_applies_the_tolerance(tmp_path, cap
                                      "--tolerance", "0.3"])
     assert check.main() == 1
     assert "FAIL: largest difference +0.30" in capsys.readouterr().out
+    # a table the rule needs that a run did not reach (its time limit): no verdict, whatever the others show
+    (tmp_path / "tf32.log").write_text(other)
+    for expect, status, verdict in ((["cmc"], 0, "PASS"), (["cmc", "income"], 3, "INCOMPLETE")):
+        monkeypatch.setattr("sys.argv", ["precision_check.py", str(tmp_path / "fp32.log"), str(tmp_path / "tf32.log"),
+                                         "--expect", *expect])
+        assert check.main() == status
+        out = capsys.readouterr().out
+        assert out.splitlines()[-1].startswith(verdict + ":")
+        assert ("not compared: income" in out) == (status == 3)
 
 
 def _precision_run(folder, accuracy, stops, support="aa"):
