@@ -392,6 +392,24 @@ def test_a_stage_whose_parent_died_before_it_looked_ends_at_once(tmp_path):
     assert not Path(str(ready) + ".outlived").exists()
 
 
+def test_a_process_to_watch_that_ends_while_it_is_looked_at_ends_the_stage_at_once():
+    """The process to watch may be gone before the watch starts (the stage process a warm worker's
+    child runs for, killed while its request travelled), or end while its chain of parents is
+    read: the stage ends at once with its message, not with a psutil traceback."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # its pid no longer exists
+    vanishing = ("import psutil\n"
+                 "def name(self):\n"
+                 "    raise psutil.NoSuchProcess(self.pid)  # the parent ends between parent() and name()\n"
+                 "psutil.Process.name = name\n")
+    for setup, call in (("", f"exit_with_parent(poll_seconds=0.1, of={gone.pid})"),
+                        (vanishing, "exit_with_parent(poll_seconds=0.1)")):
+        script = setup + f"from seba.core.runtime import exit_with_parent\n{call}\nimport time\ntime.sleep(60)\n"
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 143, result.stderr
+        assert "the process that started this one is gone" in result.stderr
+
+
 # ----------------------------------------------------------------------------- through `dvc repro`
 
 

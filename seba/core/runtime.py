@@ -354,23 +354,29 @@ def exit_with_parent(poll_seconds: float = 1.0, of: int | None = None) -> bool:
     go on writing its outputs beside the next `dvc repro`. A daemon thread checks the parent (and,
     when the parent is the shell DVC ran the command with, the shell's parent) every
     ``poll_seconds``. A process whose parent is already gone when this starts (it was re-parented
-    to PID 1) ends at once. ``of``: a process to watch instead of the parent, with its own parent
-    (a stage run by seba.core.worker watches the stage process it runs for). Started once per process;
-    returns whether it was started now."""
+    to PID 1), or that ends while this looks at it, ends at once. ``of``: a process to watch instead of
+    the parent, with its own parent (a stage run by seba.core.worker watches the stage process it
+    runs for). Started once per process; returns whether it was started now."""
     import psutil
 
     global _WATCHDOG
     if _WATCHDOG is not None:
         return False
     me = psutil.Process()
-    start = me if of is None else psutil.Process(of)
-    watched = [] if of is None else [start]
-    parent = start.parent()
-    while parent is not None and len(watched) < (2 if of is None else 3):
-        watched.append(parent)
-        if parent.name() not in ("sh", "bash", "dash", "zsh", "fish", "ksh"):
-            break
-        parent = parent.parent()
+    watched: list = []
+    try:
+        start = me if of is None else psutil.Process(of)
+        if of is not None:
+            watched.append(start)
+        parent = start.parent()
+        while parent is not None and len(watched) < (2 if of is None else 3):
+            watched.append(parent)
+            if parent.name() not in ("sh", "bash", "dash", "zsh", "fish", "ksh"):
+                break
+            parent = parent.parent()
+        gone = False
+    except psutil.NoSuchProcess:  # a process of the chain ended (or is a zombie) while it was looked at
+        gone = True
 
     def orphaned_already() -> bool:
         if not watched or watched[0].pid != 1:
@@ -381,7 +387,7 @@ def exit_with_parent(poll_seconds: float = 1.0, of: int | None = None) -> bool:
             return False
 
     def watch() -> None:
-        if not orphaned_already():
+        if not gone and not orphaned_already():
             while all(_alive(p) for p in watched):
                 time.sleep(poll_seconds)
         children = me.children(recursive=True)
