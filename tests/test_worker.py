@@ -1,5 +1,6 @@
 """seba/core/worker.py: stage processes handed to a warm worker behave as if they ran themselves."""
 
+import contextlib
 import os
 import resource
 import signal
@@ -50,7 +51,8 @@ def stage(tmp_path):
     yield tmp_path, env
     for process in psutil.process_iter(["cmdline"]):
         if str(tmp_path / "w.sock") in " ".join(process.info["cmdline"] or []):
-            process.kill()
+            with contextlib.suppress(psutil.NoSuchProcess):  # it may end on its own meanwhile
+                process.kill()
 
 
 def run(tmp_path, env, *args):
@@ -259,7 +261,8 @@ def test_a_stage_imports_its_own_checkout(root, tmp_path):
     finally:
         for process in psutil.process_iter(["cmdline"]):
             if str(sock) in " ".join(process.info["cmdline"] or []):
-                process.kill()
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    process.kill()
 
 
 def test_a_zombie_parent_counts_as_gone():
