@@ -572,7 +572,7 @@ def _dir_object(work: Path, out: str) -> str:
 
 @pytest.mark.slow
 def test_killing_only_dvc_repro_ends_its_stage(committed):
-    from tiny_pipeline import descendant, start_long_repro, stop_repro
+    from tiny_pipeline import descendants, start_long_repro, stop_repro
 
     work, env, before = committed
     dvc, log_path = start_long_repro(work, env, "killed_parent.log")
@@ -581,7 +581,7 @@ def test_killing_only_dvc_repro_ends_its_stage(committed):
         deadline = time.time() + 600
         while stage is None:
             assert dvc.poll() is None and time.time() < deadline, log_path.read_text()
-            stage = descendant(dvc.pid, "stages/pretrain.py")
+            stage = next(iter(descendants(dvc.pid, "stages/pretrain.py")), None)
             time.sleep(0.2)
         time.sleep(2)  # inside the training
         dvc.kill()  # the DVC process only, not its process group

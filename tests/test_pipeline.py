@@ -2,7 +2,6 @@
 checks of the outputs, the MLflow runs, and which stages DVC reruns after params edits."""
 
 import json
-import os
 
 import pandas as pd
 import pytest

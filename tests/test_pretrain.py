@@ -154,16 +154,11 @@ def test_stacks_trained_in_this_process_use_the_planned_threads(monkeypatch):
 
 
 def _pool_workers() -> list:
-    import psutil
+    import os
 
-    workers = []
-    for p in psutil.Process().children(recursive=True):
-        try:  # a worker may end, or turn zombie, while it is looked at
-            if p.status() != psutil.STATUS_ZOMBIE and "spawn_main" in " ".join(p.cmdline()):
-                workers.append(p)
-        except psutil.Error:
-            continue
-    return workers
+    from tiny_pipeline import descendants
+
+    return descendants(os.getpid(), "spawn_main")
 
 
 def test_a_failing_stack_ends_the_stacks_still_training_at_once():

@@ -102,16 +102,17 @@ def stop_repro(process: subprocess.Popen) -> None:
     process.wait(timeout=60)
 
 
-def descendant(pid: int, needle: str):
-    """The first live process under `pid` whose command line holds `needle`, or None. Processes
-    that end (or turn zombie) while they are looked at are skipped: DVC starts and reaps short
+def descendants(pid: int, needle: str) -> list:
+    """The live processes under `pid` whose command line holds `needle`. Processes that end (or
+    turn zombie) while they are looked at are skipped: DVC and process pools start and reap short
     subprocesses all the time."""
     import psutil
 
+    found = []
     for child in psutil.Process(pid).children(recursive=True):
         try:
             if child.status() != psutil.STATUS_ZOMBIE and needle in " ".join(child.cmdline()):
-                return child
+                found.append(child)
         except psutil.Error:
             continue
-    return None
+    return found
