@@ -212,7 +212,9 @@ def test_plain_numbers_read_in_one_cast_are_pythons_floats():
 
 EDGE_COLUMNS = {  # column -> (its cells, in turn over the rows; whether the whole-table pass takes it)
     "Unnamed: 0": (None, True), "ints": (["0", "17", "255", "3"], True), "decimals": (["0.25", "-1.5", "3.0", "1e-3"], True),
-    "signs": (["+2E5", ".5", "3.", "-0"], True), "zeros": (["007", "0", "010", "1"], True),
+    "signs": (["+2E5", ".5", "3.", "-0"], True), "zeros": (["007", "0", "010", "1"], False),
+    "signed_zeros": (["-05", "+0", "3", "-0.5"], False), "not_padded": (["0.5", "0", "0e1", "10"], True),
+    "clash": (["07", "7", "1", "2"], False),
     "spaced": ([" 5", "6 ", "7", "8"], False), "mixed_ws": (["5", "6", "7\t", "8"], False),
     "row_id": (None, True), "gapped_id": (None, True), "beyond_float32": (["1e39", "1", "2", "3"], True),
     "groups": (["2.544", "1.083", "653", "12"], False), "a_point": (["2.544", "0.5", "653", "12"], True),
@@ -270,6 +272,9 @@ def test_a_csvs_plain_number_columns_read_in_one_pass_match_the_column_rules(tmp
     assert records["row_id"]["reason"] == "row id" and records["Unnamed: 0"]["reason"] == "row index"
     assert "out_of_range" in records["beyond_float32"]
     assert records["groups"]["warnings"] and records["spaced"]["kind"] == "numeric"
+    assert records["zeros"]["leading_zeros"] == 150 and records["zeros"]["notices"] and not records["zeros"]["warnings"]
+    assert records["signed_zeros"]["leading_zeros"] == 75 and "leading_zeros" not in records["not_padded"]
+    assert "'07' and '7'" in records["clash"]["warnings"][0]
 
 
 def test_a_table_needs_two_feature_columns():
@@ -486,3 +491,24 @@ def test_openml_rows_without_a_target_are_dropped_by_fetch_and_counted(tmp_path,
     raw = pd.read_parquet(tmp_path / "raw.parquet")
     table = encode_table(raw)
     assert schema_report("fake", raw, table, {})["summary"]["rows_without_target"] == 2
+
+
+def test_zero_padded_cells_read_from_an_arrow_arrays_bytes_match_the_rules_pattern():
+    """``_zero_padded_cells`` (the whole-table pass) finds, from an Arrow array's bytes, the cells
+    that the column rules' ``_ZERO_PADDED`` matches, in string and large_string arrays and in
+    slices of them (an offset into the buffers)."""
+    import re
+
+    import pyarrow as pa
+
+    from seba.core.data import _ZERO_PADDED, _zero_padded_cells
+
+    rng = np.random.default_rng(3)
+    pieces = ["", "+", "-"], ["0", "00", "1", "10", "07", "0007"], ["", ".", ".5", "5", "e3", "E-2"]
+    cells = ["".join(rng.choice(p) for p in pieces) for _ in range(2000)] + ["0", "-0", "+05", "5", "00"]
+    expected = np.array([re.match(_ZERO_PADDED, c) is not None for c in cells])
+    assert 100 < expected.sum() < len(cells) - 100
+    for kind in (pa.string(), pa.large_string()):
+        array = pa.array(cells, type=kind)
+        assert (_zero_padded_cells(array) == expected).all()
+        assert (_zero_padded_cells(array.slice(7, 500)) == expected[7:507]).all()

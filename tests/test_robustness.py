@@ -1824,3 +1824,46 @@ def test_dates_and_times_are_kept_where_an_id_would_be_dropped(repo):
     read, info = load_local_table("waits", SourceConfig(path="data/local/waits.parquet", target="label"), repo)
     waited = next(r for r in info["columns"] if r["column"] == "waited")
     assert waited["kind"] == "numeric" and waited["time_as"] == "seconds" and read["waited"].iloc[-1] == 199.0
+
+
+def test_numbers_written_with_leading_zeros_are_reported_and_one_spelled_two_ways_warns(repo):
+    """Zip codes written with their leading zeros ('01470') are read as numbers with a notice naming
+    the `categorical` setting, their count in the schema report; a code column where '007' and '7'
+    both occur (one number, two codes) gets a warning naming both, as a loss of information; listed
+    in `categorical`, the codes stay text, apart, without either message. Times ('05:30') and a
+    column of decimals ('0.25') are not taken for codes."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import encode_table, load_local_table, schema_report
+
+    rng = np.random.default_rng(1)
+    zips = [f"{v:05d}" for v in rng.integers(0, 99999, 200)]
+    codes = [("007", "7", "012", "12", "30")[i % 5] for i in range(200)]
+    frame = pd.DataFrame({"zip": zips, "code": codes, "clock": [f"{h:02d}:30" for h in rng.integers(0, 24, 200)],
+                          "share": rng.uniform(0, 1, 200).round(2), "label": rng.choice(["p", "q"], 200)})
+    path = repo / "data" / "local" / "codes.csv"
+    frame.to_csv(path, index=False)
+    padded = sum(z.startswith("0") for z in zips)
+    assert padded > 5
+
+    read, info = load_local_table("codes", SourceConfig(path="data/local/codes.csv", target="label"), repo)
+    records = {r["column"]: r for r in info["columns"]}
+    assert records["zip"]["kind"] == "numeric" and records["zip"]["leading_zeros"] == padded
+    assert not records["zip"]["warnings"]
+    assert any("written with leading zeros" in n and "'sources.codes.categorical'" in n
+               for n in records["zip"]["notices"])
+    np.testing.assert_array_equal(read["zip"].to_numpy(), [float(z) for z in zips])
+    warning, = records["code"]["warnings"]
+    assert "'007' and '7'; '012' and '12'; 2 number(s) written in several ways" in warning
+    assert "list it in 'sources.codes.categorical' to keep them apart" in warning
+    assert "leading_zeros" not in records["clock"] and "leading_zeros" not in records["share"]
+    report = schema_report("codes", read, encode_table(read), {})
+    entries = {c["column"]: c for c in report["columns"]}
+    assert entries["zip"]["leading_zeros"] == padded and "warnings" not in entries["zip"]
+    assert entries["code"]["warnings"] == [warning] and report["summary"]["columns_with_warnings"] == 1
+
+    kept = SourceConfig(path="data/local/codes.csv", target="label", categorical=["zip", "code"])
+    read, info = load_local_table("codes", kept, repo)
+    records = {r["column"]: r for r in info["columns"]}
+    assert set(read["code"].cat.categories) == {"007", "7", "012", "12", "30"}
+    assert records["zip"]["kind"] == "categorical" and any(z.startswith("0") for z in read["zip"].cat.categories)
+    assert not any("leading zeros" in m for c in ("zip", "code") for m in records[c]["notices"] + records[c]["warnings"])
