@@ -3,13 +3,15 @@ with `sources.<name>.path`), this tree against a baseline revision, in the same 
 
 The table is written by this script: ``--rows`` x ``--columns`` numbers (integers 0-255, seven
 in ten of them 0, as a flattened image is written) and an integer label, or with
-``--decimals`` numbers written with that many decimals. Each reader runs in its own process, in
+``--decimals`` numbers written with that many decimals; with ``--missing F`` that fraction of the
+numbers is written as empty cells and the label first, so that the last column has empty cells
+(a file the reader reads a second time to count each row's fields). Each reader runs in its own process, in
 turn, ``--repeats`` times; the frames they return (values, dtypes, the schema records) are
 compared.
 
 Usage (repository root):
-    python benchmarks/local_read.py [--rows 10000] [--columns 784] [--decimals 0] [--repeats 3]
-                                    [--baseline-rev REV]
+    python benchmarks/local_read.py [--rows 10000] [--columns 784] [--decimals 0] [--missing 0]
+                                    [--repeats 3] [--baseline-rev REV]
 
 Prints per reader the wall seconds of each run and their median, µs per cell, the ratio to the
 baseline, and whether its frame equals the baseline's.
@@ -48,7 +50,7 @@ def worker(table_root: str, out: str) -> None:
     print(json.dumps({"seconds": seconds}))
 
 
-def write_table(path: Path, rows: int, columns: int, decimals: int) -> None:
+def write_table(path: Path, rows: int, columns: int, decimals: int, missing: float = 0.0) -> None:
     import numpy as np
     import pandas as pd
 
@@ -59,6 +61,10 @@ def write_table(path: Path, rows: int, columns: int, decimals: int) -> None:
         values = rng.integers(0, 256, size=(rows, columns)) * (rng.random((rows, columns)) < 0.3)
     frame = pd.DataFrame(values, columns=[f"x{i}" for i in range(columns)])
     frame["label"] = rng.integers(0, 10, rows)
+    if missing:
+        blank = rng.random((rows, columns)) < missing
+        features = frame.drop(columns="label").astype("float64" if decimals else "Int64").mask(blank)
+        frame = pd.concat([frame[["label"]], features], axis=1)
     path.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(path, index=False, float_format=f"%.{decimals}f" if decimals else None)
 
@@ -70,6 +76,8 @@ def main() -> None:
     parser.add_argument("--rows", type=positive, default=10000)
     parser.add_argument("--columns", type=positive, default=784)
     parser.add_argument("--decimals", type=int, default=0, choices=range(0, 10), metavar="0-9")
+    parser.add_argument("--missing", type=float, default=0.0, metavar="F",
+                        help="the fraction of numbers written as empty cells, with the label first (default: 0)")
     parser.add_argument("--repeats", type=positive, default=3)
     parser.add_argument("--baseline-rev", default="HEAD", help="the revision to compare with (default: HEAD)")
     parser.add_argument("--worker", nargs=2, default=None, help=argparse.SUPPRESS)
@@ -77,7 +85,9 @@ def main() -> None:
     if args.worker:
         return worker(*args.worker)
     work = Path(tempfile.mkdtemp(prefix="seba-local-read-"))
-    write_table(work / "data" / "local" / "table.csv", args.rows, args.columns, args.decimals)
+    if not 0 <= args.missing < 1:
+        raise SystemExit(f"error: --missing is {args.missing}; a fraction from 0 up to 1")
+    write_table(work / "data" / "local" / "table.csv", args.rows, args.columns, args.decimals, args.missing)
     archive = subprocess.run(["git", "archive", args.baseline_rev, "seba"], cwd=ROOT, capture_output=True)
     if archive.returncode != 0:
         raise SystemExit(f"error: git archive {args.baseline_rev} failed: {archive.stderr.decode().strip()}")
@@ -100,7 +110,9 @@ def main() -> None:
     reference = next(iter(readers))
     base = statistics.median(times[reference])
     print(f"{args.rows} rows x {args.columns + 1} columns ({cells} cells, "
-          f"{'integers' if not args.decimals else f'{args.decimals} decimals'}), {args.repeats} runs each, in turn")
+          f"{'integers' if not args.decimals else f'{args.decimals} decimals'}"
+          f"{f', {args.missing:g} of them empty, the label first' if args.missing else ''}), {args.repeats} runs each, "
+          f"in turn")
     for name in readers:
         seconds = statistics.median(times[name])
         frame, attrs = frames[name]

@@ -471,6 +471,17 @@ LOCAL_CASES = [
      {"path": "data/local/bad.csv", "target": "label", "delimiter": "\t"},
      ["target column 'label' not found", "(the file separates its fields with ',', not '\\t': set delimiter: ','"]),
     ("a header without rows", b"a,b,label\n", {"path": "data/local/bad.csv", "target": "label"}, ["no data rows"]),
+    ("a comment line above the header",
+     b"# exported from the laboratory's database on 2024-05-01\n" + _SMALL_CSV,
+     {"path": "data/local/bad.csv", "target": "label"},
+     ["the data rows have 2 fields more than the header (1 names): its first line, '# exported from the "
+      "laboratory's databas...', is a comment, read as the header; delete the lines above the header"]),
+    ("two comment lines above the header",
+     b"# exported\n# by hand\n" + _SMALL_CSV, {"path": "data/local/bad.csv", "target": "label"},
+     ["cannot be read as csv", "its first line, '# exported', is a comment, read as the header"]),
+    ("files joined with their columns in other orders",
+     _SMALL_CSV + b"b,a,label\n" + _SMALL_CSV.split(b"\n", 1)[1], {"path": "data/local/bad.csv", "target": "label"},
+     ["holds the column names in another order (b, a, label)", "write every part in the header's order"]),
     ("thousands commas read as decimal commas?",
      pd.DataFrame({"a": ["2,544", "653", "1,083", "17", "3,120"] * 6, "b": [i % 5 for i in range(30)],
                    "label": ["x", "y", "z"] * 10}),
@@ -1867,3 +1878,29 @@ def test_numbers_written_with_leading_zeros_are_reported_and_one_spelled_two_way
     assert set(read["code"].cat.categories) == {"007", "7", "012", "12", "30"}
     assert records["zip"]["kind"] == "categorical" and any(z.startswith("0") for z in read["zip"].cat.categories)
     assert not any("leading zeros" in m for c in ("zip", "code") for m in records[c]["notices"] + records[c]["warnings"])
+
+
+def test_csv_rows_short_of_fields_warn_and_repeated_header_lines_are_dropped(repo, capsys):
+    """A CSV's data rows with fewer fields than its header are read with their last cells empty, as
+    pandas reads them, with a warning naming the rows and their field counts (a value left out
+    inside such a row shifts the rest); the header line repeated inside the file (files joined
+    with their headers) is dropped with a notice instead of becoming a data row (a class named
+    'label', the names read as cells). Explicitly empty trailing fields ('1,,') are not short."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    body = "".join(f"{i % 7},{i % 5}.5,{'xy'[i % 2]}\n" for i in range(30))
+    path = repo / "data" / "local" / "joined.csv"
+    path.write_text("a,b,label\n" + body + "3,,\n" + "a, b ,label\n" + body + "4,y\n\n   \n" + "5\n")
+    read, info = load_local_table("joined", SourceConfig(path="data/local/joined.csv", target="label"), repo)
+    err = capsys.readouterr().err
+    assert ("data rows 63, 64 have fewer fields than the header's 3 (2, 1); their last columns are read as empty: "
+            "if a value was left out inside such a row") in err
+    assert "data row 32 repeats the header line (files joined with their headers); dropped" in err
+    assert len(read) == 60 and set(read["class"].cat.categories) == {"x", "y"}  # "4,y" has no target
+    assert info["dropped_rows"] == 3 and read["a"].notna().all() and info["columns"][0]["kind"] == "numeric"
+
+    path.write_text("a,b,label\n" + body + "3,,\n")  # the last column's empty cell, no short row
+    load_local_table("joined", SourceConfig(path="data/local/joined.csv", target="label"), repo)
+    err = capsys.readouterr().err
+    assert "fewer fields" not in err and "repeat" not in err

@@ -294,7 +294,7 @@ _OTHER_DATE = (r"(?P<first>\d{1,2})(?P<sep>[/.-])(?P<second>\d{1,2})(?P=sep)(?P<
 # a space as thousands separator: also the no-break spaces that spreadsheets write between digit groups
 _SPACES = " \u00a0\u202f"
 # a number written with a leading zero before another digit ('01470', '-05', '007.5'), as codes are
-_ZERO_PADDED = r"[+\-\u2212]?0\d"
+_ZERO_PADDED = r"[+-]?0\d"
 
 
 def _separator(thousands: str | None) -> str | None:
@@ -350,10 +350,26 @@ def _plain_floats(text: pd.Series) -> pd.Series | None:
     return pd.Series(values, index=text.index, dtype="float64")
 
 
+def _zero_padded_text(text: pd.Series) -> np.ndarray:
+    """Which cells of ``text`` (a "string" Series) begin as ``_ZERO_PADDED`` does, from the bytes of
+    its Arrow array (pandas' default storage), else by the regular expression."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        array = pa.array(text.array)
+    except (TypeError, ValueError, pa.ArrowException):  # not a string column Arrow holds
+        return text.str.match(_ZERO_PADDED).fillna(False).to_numpy(dtype=bool)
+    array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        return text.str.match(_ZERO_PADDED).fillna(False).to_numpy(dtype=bool)
+    return _zero_padded_cells(pc.fill_null(array, ""))
+
+
 def _zero_padded_cells(array) -> np.ndarray:
-    """Which cells of an Arrow string array without missing cells, each a number Arrow's cast reads
-    (so no spaces or U+2212 in it), begin as ``_ZERO_PADDED`` does: a sign or none, '0', a digit.
-    Read from the array's bytes, a fraction of a regular expression's time per cell."""
+    """Which cells of an Arrow string array without missing cells begin as ``_ZERO_PADDED`` does:
+    '+', '-' or no sign, '0', a digit. Read from the array's bytes, a thirtieth of a regular
+    expression's time per cell."""
     import pyarrow as pa
 
     wide = pa.types.is_large_string(array.type)
@@ -605,12 +621,15 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
             if not isinstance(frame.index, pd.RangeIndex):
                 # data rows with one field more than the header: pandas would take the first column
                 # for a row index and shift every name by one column
-                frame = _without_trailing_field(frame, path, read, where,
-                                                _delimiter_hint(path, delimiter, key, opened), tag)
+                frame = _without_trailing_field(frame, path, read, where, _comment_hint(path, opened)
+                                                or _delimiter_hint(path, delimiter, key, opened), tag)
             with io.TextIOWrapper(_csv_stream(path), encoding=opened, newline="") as fh:  # the header as
                 header = next(csv.reader(fh, delimiter=delimiter), None)  # written (pandas renames 'a', 'a.1')
             if header is not None and len(header) == frame.shape[1]:
                 frame.columns = [h.strip() or f"Unnamed: {i}" for i, h in enumerate(header)]
+                if isinstance(frame.index, pd.RangeIndex):  # not read without a trailing delimiter
+                    _warn_short_rows(frame, path, delimiter, opened, where, tag)
+                frame = _without_header_rows(frame, [h.strip() for h in header], where, tag)
         elif kind == "excel":
             frame = _read_excel(path, where, key, sheet, tag)
         elif kind == "arff":
@@ -623,7 +642,7 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, OSError, EOFError, csv.Error,
             zipfile.BadZipFile, lzma.LZMAError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        hint = _delimiter_hint(path, delimiter, key, opened) if kind == "csv" else ""
+        hint = (_comment_hint(path, opened) or _delimiter_hint(path, delimiter, key, opened)) if kind == "csv" else ""
         raise DataError(f"{where}: cannot be read as {kind}: {first}{hint}") from None
     frame.columns = [str(c).strip() or f"Unnamed: {i}" for i, c in enumerate(frame.columns)]  # as a CSV's
     _refuse_duplicates(list(frame.columns), where)
@@ -713,6 +732,75 @@ def _without_trailing_field(frame: pd.DataFrame, path: Path, read: dict, where: 
         return _read_csv(path, where, index_col=False, **read)
 
 
+def _comment_hint(path: Path, opened: str) -> str:
+    """What to do when a CSV's first line is a comment ('# exported from ...'), which is read as
+    the header; '' when it is not one."""
+    try:
+        with io.TextIOWrapper(_csv_stream(path), encoding=opened, newline="") as fh:
+            first = fh.readline().strip()
+    except (UnicodeError, OSError, EOFError, zipfile.BadZipFile, lzma.LZMAError):
+        return ""
+    if not first.startswith(("#", "%", "//")):
+        return ""
+    shown = first if len(first) <= 40 else first[:40] + "..."
+    return (f": its first line, '{shown}', is a comment, read as the header; delete the lines above the "
+            f"header (the column names) from the file")
+
+
+def _without_header_rows(frame: pd.DataFrame, names: list[str], where: str, tag: str = "fetch") -> pd.DataFrame:
+    """A CSV's data rows that repeat its header (``names``, stripped, as written), as files joined
+    with their headers have, dropped with a notice (they hold no data); a data row of the column
+    names in another order, which means the joined files' columns are in different orders, is an
+    error naming it."""
+    if len(frame) == 0 or len(names) < 2 or len(set(names)) < len(names):  # duplicates: refused next
+        return frame
+    first = frame.iloc[:, 0].str.strip()
+    named = np.flatnonzero(first.isin(set(names)).to_numpy())
+    if not len(named):
+        return frame
+    rows = frame.iloc[named].apply(lambda column: column.str.strip())
+    same = (rows.to_numpy() == np.array(names, dtype=object)).all(axis=1)
+    reordered = ~same & np.array([sorted(r) == sorted(names) for r in rows.itertuples(index=False)])
+    if reordered.any():
+        at = named[reordered]
+        raise DataError(f"{where}: data {_rows(at + 1)} {'hold' if len(at) > 1 else 'holds'} the column names "
+                        f"in another order "
+                        f"({', '.join(rows.iloc[np.flatnonzero(reordered)[0]].tolist()[:6])}"
+                        f"{', ...' if len(names) > 6 else ''}), as a file joined from tables with different "
+                        f"column orders does: the rows after such a line would be read into the wrong columns; "
+                        f"write every part in the header's order")
+    if not same.any():
+        return frame
+    log(f"[{tag}] {where}: data {_rows(named[same] + 1)} {'repeat' if same.sum() > 1 else 'repeats'} the header "
+        f"line (files joined with their headers); dropped")
+    return frame.drop(index=frame.index[named[same]]).reset_index(drop=True)
+
+
+def _warn_short_rows(frame: pd.DataFrame, path: Path, delimiter: str, opened: str, where: str,
+                     tag: str = "fetch") -> None:
+    """A warning naming a CSV's data rows with fewer fields than the header: pandas reads their
+    missing last fields as empty cells, which is right for a row cut short and wrong for one that
+    lost a field in the middle (its later values land in the wrong columns). Only a file whose
+    last column has an empty cell can have such a row, so the others are not read again."""
+    if frame.shape[1] < 2 or not frame.iloc[:, -1].eq("").any():
+        return
+    with io.TextIOWrapper(_csv_stream(path), encoding=opened, newline="") as fh:
+        records = csv.reader(fh, delimiter=delimiter)
+        next(records, None)
+        # pandas skips blank lines and lines of spaces only
+        fields = np.array([len(r) for r in records if len(r) > 1 or r and r[0].strip()], dtype=np.int64)
+    if len(fields) != len(frame):  # lines that pandas reads otherwise (not aligned): no verdict
+        fields = fields[:0]
+    short = np.flatnonzero(fields < frame.shape[1])
+    if len(short):
+        counts = ", ".join(f"{int(fields[i])}" for i in short[:_SHOWN])
+        log(f"[{tag}] WARNING {where}: data {_rows(short + 1)} {'have' if len(short) > 1 else 'has'} fewer fields "
+            f"than the header's "
+            f"{frame.shape[1]} ({counts}{', ...' if len(short) > _SHOWN else ''}); their last columns are "
+            f"read as empty: if a value was left out inside such a row, the values after it are in the wrong "
+            f"columns, so check these rows in the file")
+
+
 def _index_as_columns(frame: pd.DataFrame, where: str, tag: str = "fetch") -> pd.DataFrame:
     """A parquet file's named index levels (a column the writer made the index, e.g. with
     ``set_index``) back as columns; unnamed levels (row labels) dropped. Rows are counted from 0
@@ -769,10 +857,11 @@ def _zero_padded(column: str, numbers: pd.Series, values: pd.Series, key: str, r
     naming the ``categorical`` setting that keeps them as text, or, when one of those numbers is
     also written another way in the column ('007' and '7', which codes keep apart and numbers
     cannot), a warning that names both spellings."""
-    read = values.notna().to_numpy() & numbers.notna().to_numpy()
-    padded = read & numbers.str.match(_ZERO_PADDED).fillna(False).to_numpy(dtype=bool)
+    padded = _zero_padded_text(numbers)
     if not padded.any():
         return
+    read = values.notna().to_numpy() & numbers.notna().to_numpy()
+    padded &= read
     first = int(np.argmax(padded))
     example, value = numbers.iloc[first], float(values.iloc[first])
     record["leading_zeros"] = int(padded.sum())
