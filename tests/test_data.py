@@ -219,7 +219,10 @@ EDGE_COLUMNS = {  # column -> (its cells, in turn over the rows; whether the who
     "row_id": (None, True), "gapped_id": (None, True), "beyond_float32": (["1e39", "1", "2", "3"], True),
     "groups": (["2.544", "1.083", "653", "12"], False), "a_point": (["2.544", "0.5", "653", "12"], True),
     "nan": (["nan", "1", "2", "3"], False), "inf": (["inf", "1", "2", "3"], False),
-    "huge": (["1e400", "1", "2", "3"], False), "empty": (["", "1", "2", "3"], False),
+    "huge": (["1e400", "1", "2", "3"], False), "empty": (["", "1", "2", "3"], True),
+    "all_empty": ([""], False), "spaces_only": (["  ", "1", "2", "3"], False), "empty_nan": (["", "nan", "1", "2"], False),
+    "empty_zeros": (["", "01", "1", "2"], False), "empty_groups": (["", "2.544", "653", "12"], False),
+    "empty_id": (None, True),
     "word": (["?", "1", "2", "3"], False), "NA": (["NA", "1", "2", "3"], False),
     "paren": (["(5)", "1", "2", "3"], False), "percent": (["5%", "1%", "2%", "3%"], False),
     "minus": (["\u22125", "1", "2", "3"], False), "thousands": (["1,000", "x", "y", "z"], False),
@@ -245,6 +248,8 @@ def test_a_csvs_plain_number_columns_read_in_one_pass_match_the_column_rules(tmp
             cells[name] = [str(i) for i in range(1, rows + 1)]
         elif name == "gapped_id":
             cells[name] = [str(3 * i + 1000) for i in range(rows)]
+        elif name == "empty_id":  # an id with a missing cell is no id
+            cells[name] = ["" if i == 7 else str(i + 1) for i in range(rows)]
         else:
             cells[name] = [pattern[i % len(pattern)] for i in range(rows)]
     cells["label"] = [("p", "q")[i % 2] for i in range(rows)]
@@ -275,6 +280,8 @@ def test_a_csvs_plain_number_columns_read_in_one_pass_match_the_column_rules(tmp
     assert records["zeros"]["leading_zeros"] == 150 and records["zeros"]["notices"] and not records["zeros"]["warnings"]
     assert records["signed_zeros"]["leading_zeros"] == 75 and "leading_zeros" not in records["not_padded"]
     assert "'07' and '7'" in records["clash"]["warnings"][0]
+    assert (records["empty"]["kind"], records["empty"]["missing"]) == ("numeric", 75)
+    assert records["all_empty"]["reason"] == "all missing" and records["empty_id"]["kind"] == "numeric"
 
 
 def test_a_table_needs_two_feature_columns():

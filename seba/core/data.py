@@ -393,28 +393,34 @@ def _zero_padded_cells(array) -> np.ndarray:
 
 def _plain_number_columns(frame: pd.DataFrame, names: list[str]) -> dict[str, pd.Series]:
     """The columns of ``names`` (a CSV's text columns, none of them forced, read with the default
-    thousands and decimal settings) whose cells Arrow's cast reads, every one, as a finite number,
-    and that hold no digit groups ('2.544', ``_grouped_like``) and no number written with leading
-    zeros ('01470', ``_zero_padded_cells``): their float64 values, found for the
-    whole table in one cast. ``_infer_column`` reads each such column to the same record and values
-    (its ``_plain_floats`` is that cast; a cell with a missing-value word, a unit, parentheses, a
-    separator or U+2212 fails the cast, and 'nan' or 'inf' is not finite), at a few milliseconds
-    of per-column passes each, which is what a table of thousands of columns spends its time on;
-    every other column is left to it."""
+    thousands and decimal settings) whose cells are, every one, empty (a missing cell) or a number
+    Arrow's cast reads as finite, with at least one number, and that hold no digit groups
+    ('2.544', ``_grouped_like``) and no number written with leading zeros ('01470',
+    ``_zero_padded_cells``): their float64 values (NaN where empty), found for the whole table in
+    one cast. ``_infer_column`` reads each such column to the same record and values (its
+    ``_plain_floats`` is that cast; a cell with a missing-value word or spaces only, a unit,
+    parentheses, a separator or U+2212 fails the cast, and 'nan' or 'inf' is not finite), at a
+    few milliseconds of per-column passes each, which is what a table of thousands of columns
+    spends its time on; every other column is left to it."""
     if not names or frame.empty:
         return {}
     try:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        columns = [pa.array(frame[name].array) for name in names]
-        columns = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
-        if not all(pa.types.is_string(c.type) or pa.types.is_large_string(c.type) for c in columns):
+        texts = [pa.array(frame[name].array) for name in names]
+        texts = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in texts]
+        if not all(pa.types.is_string(c.type) or pa.types.is_large_string(c.type) for c in texts):
             return {}
-        kind = columns[0].type
-        columns = [c if c.type == kind else c.cast(kind) for c in columns]
+        kind = texts[0].type
+        texts = [c if c.type == kind else c.cast(kind) for c in texts]
+        empty = pc.equal(pa.chunked_array(texts, type=kind), "")
+        empty = pc.fill_null(empty, False).to_numpy(zero_copy_only=False).reshape(len(names), len(frame))
+        columns = list(texts)  # the empty cells as nulls, which the cast reads as missing
+        for i in np.flatnonzero(empty.any(axis=1)):
+            columns[i] = pc.if_else(pc.equal(texts[i], ""), pa.scalar(None, kind), texts[i])
         try:  # all at once: a table of numbers only
-            values = pc.cast(pa.chunked_array(columns, type=kind), pa.float64()).to_numpy()
+            values = pc.cast(pa.chunked_array(columns, type=kind), pa.float64()).to_numpy(zero_copy_only=False)
             read = dict(enumerate(values.reshape(len(names), len(frame))))
         except (ValueError, TypeError):  # pa.ArrowInvalid is a ValueError: some column is no such one
             read = {}
@@ -423,14 +429,14 @@ def _plain_number_columns(frame: pd.DataFrame, names: list[str]) -> dict[str, pd
                     read[i] = pc.cast(c, pa.float64()).to_numpy(zero_copy_only=False)
                 except (ValueError, TypeError):
                     pass
-        read = {i: v for i, v in read.items() if np.isfinite(v).all()}
+        read = {i: v for i, v in read.items() if (np.isfinite(v) | empty[i]).all() and not empty[i].all()}
         if read:
             chosen = list(read)
-            dotted = pc.match_substring(pa.chunked_array([columns[i] for i in chosen], type=kind), ".")
+            dotted = pc.match_substring(pa.chunked_array([texts[i] for i in chosen], type=kind), ".")
             dotted = pc.fill_null(dotted, False).to_numpy(zero_copy_only=False).reshape(len(chosen), len(frame))
             for k, i in enumerate(chosen):
                 if (dotted[k].any() and _grouped_like(frame[names[i]].astype("string").str.strip(), ".")
-                        or _zero_padded_cells(columns[i]).any()):
+                        or _zero_padded_cells(texts[i]).any()):
                     del read[i]
     except (ImportError, NotImplementedError):
         return {}
