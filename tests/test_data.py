@@ -519,3 +519,55 @@ def test_zero_padded_cells_read_from_an_arrow_arrays_bytes_match_the_rules_patte
         array = pa.array(cells, type=kind)
         assert (_zero_padded_cells(array) == expected).all()
         assert (_zero_padded_cells(array.slice(7, 500)) == expected[7:507]).all()
+
+
+def test_values_float32_would_make_one_are_stored_less_an_offset_or_reported():
+    """The encoded table is float32: a column of values too close for their magnitude (serial
+    numbers around 1e8, millisecond timestamps, 0.5 + k·1e-10) would lose its distinct values.
+    Such a column is stored less the midpoint of its range, so that standardised it keeps every
+    value apart, and the schema report gives the shift (``stored_less``); where no shift keeps
+    them apart, a warning names two values made one. Columns float32 holds (integers, ordinary
+    decimals) are stored as before, bit for bit, with no note."""
+    from seba.core.data import scale
+
+    rng = np.random.default_rng(0)
+    n = 200
+    frame = pd.DataFrame({"serial": 100_000_000 + rng.integers(0, 12, n),
+                          "ms": 1.7e12 + rng.integers(0, 10**6, n) * 1.0,
+                          "close": 0.5 + rng.integers(0, 5, n) * 1e-10,
+                          "mixed": np.r_[rng.integers(0, 3, n - 2) * 1e-12, 1e8, 1e8 + 1],
+                          "decimals": rng.normal(size=n).round(3), "ints": rng.integers(0, 256, n),
+                          "class": pd.Categorical(rng.choice(["a", "b"], n))})
+    notes = {}
+    table = encode_table(frame, notes)
+    assert set(notes) == {"serial", "ms", "close", "mixed"}
+    for column in ("decimals", "ints"):
+        j = list(table.columns).index(column)
+        assert table.X[:, j].tobytes() == frame[column].to_numpy(np.float64).astype(np.float32).tobytes()
+    X = scale(table, np.arange(150))
+    for j, column in enumerate(table.columns):
+        assert len(np.unique(X[:, j])) == (frame[column].nunique() if column != "mixed" else 4), column
+        assert len(np.unique(frame[column].astype(np.float32))) < frame[column].nunique() or column in ("decimals", "ints")
+    entries = {c["column"]: c for c in schema_report("t", frame, table, notes)["columns"]}
+    assert entries["serial"]["stored_less"] == 100_000_005.5 and "warnings" not in entries["serial"]
+    assert "stored_less" not in entries["mixed"] and "stored_less" not in entries["decimals"]
+    assert entries["mixed"]["warnings"] == ["column 'mixed': 5 distinct values are 4 in float32, the encoded table's "
+                                            "precision (values too close for their magnitude: 100000000.0 and "
+                                            "100000001.0 are one value)"]
+
+
+def test_the_benchmark_tables_are_stored_as_their_plain_float32():
+    """No numeric column of the offline snapshot's tables is one that float32 would merge, so their
+    encoded tables are their values' plain float32 (no shift, no precision note)."""
+    from seba.core.data import LABEL, read_manifest, supplied_copy_missing
+
+    snapshot = Path(__file__).resolve().parents[1] / "data" / "snapshot"
+    for openml_id, entry in read_manifest(snapshot).items():
+        if supplied_copy_missing(entry, snapshot):  # Fashion-MNIST: a copy the user supplies
+            continue
+        frame = pd.read_parquet(snapshot / entry["file"])
+        assert LABEL in frame.columns, entry["file"]
+        notes = {}
+        table = encode_table(frame, notes)
+        assert not any("float32" in note for note in notes.values()), (entry["file"], notes)
+        assert table.X.shape[0] == frame[LABEL].notna().sum()

@@ -1495,8 +1495,11 @@ def encode_table(frame: pd.DataFrame, notes: dict | None = None) -> EncodedTable
             if unusable.any():
                 values = np.where(unusable, np.nan, values)
                 if notes is not None:
-                    notes[str(column)] = {"non_finite": int(unusable.sum())}
-            blocks.append(values.astype(np.float32)[:, None])
+                    notes.setdefault(str(column), {})["non_finite"] = int(unusable.sum())
+            stored, precision = _float32_column(values)
+            if precision and notes is not None:
+                notes.setdefault(str(column), {})["float32"] = precision
+            blocks.append(stored[:, None])
             groups.append(index)
             numeric.append(True)
             names.append(str(column))
@@ -1512,6 +1515,34 @@ def encode_table(frame: pd.DataFrame, notes: dict | None = None) -> EncodedTable
         encoded_names=np.asarray(names),
         classes=np.asarray([str(c) for c in label.cat.categories]),
     )
+
+
+def _float32_column(values: np.ndarray) -> tuple[np.ndarray, dict | None]:
+    """A numeric column (float64, NaN for missing) as the encoded table's float32, and what float32
+    did to it: None when it keeps every distinct value apart (every benchmark table); else, for
+    values too close for their magnitude (100000001 and 100000002 are one float32), the column
+    stored less the midpoint of its range when that keeps more of them apart (standardisation
+    removes the shift), with the counts of distinct values: the file's, plain float32's and
+    stored; ``merged``: the first two of the file's values that the stored column still makes one."""
+    stored = values.astype(np.float32)
+    finite = np.isfinite(values)
+    if np.array_equal(stored[finite], values[finite]):  # exact (integers, most files): nothing to count
+        return stored, None
+    distinct = np.unique(values[finite])
+    plain = distinct.astype(np.float32)
+    if len(distinct) < 2 or np.diff(plain).all():
+        return stored, None
+    offset = float((distinct[0] + distinct[-1]) / 2)
+    shifted = (distinct - offset).astype(np.float32)
+    kept = {"plain": int(len(np.unique(plain))), "shifted": int(len(np.unique(shifted)))}
+    use_offset = kept["shifted"] > kept["plain"]
+    final = shifted if use_offset else plain
+    record = {"offset": offset if use_offset else None, "distinct": int(len(distinct)),
+              "distinct_float32": kept["plain"], "distinct_stored": max(kept.values())}
+    same = np.flatnonzero(np.diff(final) == 0)
+    if len(same):
+        record["merged"] = [float(distinct[same[0]]), float(distinct[same[0] + 1])]
+    return ((values - offset).astype(np.float32) if use_offset else stored), record
 
 
 def scale(table: EncodedTable, train_idx: np.ndarray, normalise: bool = True) -> np.ndarray:
@@ -1670,6 +1701,15 @@ def schema_report(name: str, frame: pd.DataFrame, table: EncodedTable, notes: di
         for key in ("infinite", "out_of_range"):
             if key in record:
                 converted[key.replace("_", " ")] = record[key]["cells"]
+        precision = note.get("float32")
+        if precision:
+            if precision["offset"] is not None:
+                entry["stored_less"] = precision["offset"]
+            if "merged" in precision:
+                lines.append(f"column '{column}': {precision['distinct']} distinct values are "
+                             f"{precision['distinct_stored']} in float32, the encoded table's precision "
+                             f"(values too close for their magnitude: {precision['merged'][0]!r} and "
+                             f"{precision['merged'][1]!r} are one value)")
         if note.get("non_finite"):
             converted["infinite or beyond float32"] = note["non_finite"]
             lines.append(f"column '{column}': {note['non_finite']} infinite or out-of-float32-range value(s) "
