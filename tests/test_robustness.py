@@ -1904,3 +1904,22 @@ def test_csv_rows_short_of_fields_warn_and_repeated_header_lines_are_dropped(rep
     load_local_table("joined", SourceConfig(path="data/local/joined.csv", target="label"), repo)
     err = capsys.readouterr().err
     assert "fewer fields" not in err and "repeat" not in err
+
+
+def test_a_parquet_categorical_of_numbers_stays_categorical(repo):
+    """pandas writes a categorical of integer codes to parquet as plain integers (its metadata says
+    'categorical'); read back, such a column is categorical again, its levels the codes, while an
+    integer column beside it stays numeric."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    rng = np.random.default_rng(2)
+    codes = rng.integers(0, 4, 90)
+    pd.DataFrame({"region": pd.Categorical(codes), "count": codes * 3, "x": rng.normal(size=90),
+                  "label": rng.choice(["p", "q"], 90)}).to_parquet(repo / "data" / "local" / "coded.parquet")
+    read, info = load_local_table("coded", SourceConfig(path="data/local/coded.parquet", target="label"), repo)
+    records = {r["column"]: r for r in info["columns"]}
+    assert (records["region"]["read_as"], records["region"]["kind"]) == ("categories", "categorical")
+    assert list(read["region"].cat.categories) == ["0", "1", "2", "3"]
+    assert read["region"].astype(int).tolist() == codes.tolist()
+    assert records["count"]["kind"] == "numeric"

@@ -497,6 +497,24 @@ def _check_parquet_schema(path: Path, where: str) -> None:
                         f"field) or remove them")
 
 
+def _categorical_as_written(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """A parquet file's columns that pandas wrote from a categorical of numbers (its metadata says
+    'categorical'), which parquet stores as plain numbers and reads back so, as categorical again:
+    the type its writer gave them (a categorical of text comes back as one by itself)."""
+    import pyarrow.parquet as pq
+
+    try:
+        written = json.loads((pq.read_schema(path).metadata or {}).get(b"pandas", b"{}"))
+    except (ValueError, TypeError):
+        return frame
+    declared = {str(c.get("name")) for c in written.get("columns", []) if isinstance(c, dict)
+                and c.get("pandas_type") == "categorical"}
+    for column in frame.columns:
+        if column in declared and not isinstance(frame[column].dtype, pd.CategoricalDtype):
+            frame[column] = frame[column].astype("category")
+    return frame
+
+
 def _csv_stream(path: Path, where: str = ""):
     """A binary stream of a CSV's bytes, decompressed by the name's ending (``.csv.gz``, ``.bz2``,
     ``.xz``, ``.zip``: the archive's one file; the ``__MACOSX/`` entries that macOS adds are not
@@ -642,7 +660,7 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
             frame = _read_arff(path, where, encoding)
         else:
             _check_parquet_schema(path, where)
-            frame = _index_as_columns(pd.read_parquet(path), where, tag)
+            frame = _categorical_as_written(_index_as_columns(pd.read_parquet(path), where, tag), path)
     except UnicodeError as exc:  # a UnicodeDecodeError; UTF-16 without a byte-order mark raises its base
         raise DataError(_not_encoded(path, where, key, encoding, exc)) from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, OSError, EOFError, csv.Error,
