@@ -474,11 +474,16 @@ LOCAL_CASES = [
     ("a comment line above the header",
      b"# exported from the laboratory's database on 2024-05-01\n" + _SMALL_CSV,
      {"path": "data/local/bad.csv", "target": "label"},
-     ["the data rows have 2 fields more than the header (1 names): its first line, '# exported from the "
-      "laboratory's databas...', is a comment, read as the header; delete the lines above the header"]),
-    ("two comment lines above the header",
-     b"# exported\n# by hand\n" + _SMALL_CSV, {"path": "data/local/bad.csv", "target": "label"},
-     ["cannot be read as csv", "its first line, '# exported', is a comment, read as the header"]),
+     ["the data rows have 2 fields more than the header (1 names): the column names, with 'label', are on line 2 "
+      "of the file, below a title or notes: delete the line above them"]),
+    ("a title and a blank line above the header",
+     b"Measurements 2024\n\n" + _SMALL_CSV, {"path": "data/local/bad.csv", "target": "label"},
+     ["the column names, with 'label', are on line 3 of the file, below a title or notes: delete the 2 lines "
+      "above them"]),
+    ("a title row of the header's width above it",
+     b"Measurements,2024,\n" + _SMALL_CSV, {"path": "data/local/bad.csv", "target": "label"},
+     ["target column 'label' not found (the column names, with 'label', are on line 2 of the file, below a "
+      "title or notes: delete the line above them); columns: Measurements, 2024, Unnamed: 2"]),
     ("files joined with their columns in other orders",
      _SMALL_CSV + b"b,a,label\n" + _SMALL_CSV.split(b"\n", 1)[1], {"path": "data/local/bad.csv", "target": "label"},
      ["holds the column names in another order (b, a, label)", "write every part in the header's order"]),
@@ -561,6 +566,16 @@ def test_a_file_named_xlsx_that_is_no_workbook_is_a_named_error(repo, monkeypatc
     write_local(repo, "bad.xlsx", _SMALL_CSV)  # a CSV named .xlsx
     assert_named_and_untouched(repo, {"path": "data/local/bad.xlsx", "target": "label"},
                                ["dataset 'mine' (data/local/bad.xlsx): cannot be read as an Excel workbook: "],
+                               monkeypatch, capsys)
+
+
+def test_an_excel_sheet_with_a_title_above_its_column_names_says_where_they_are(repo, monkeypatch, capsys):
+    rows = [["Measurements 2024", None, None], [None, None, None], ["a", "b", "label"]]
+    rows += [[i % 7, i % 5, "xy"[i % 2]] for i in range(30)]
+    pd.DataFrame(rows).to_excel(repo / "data" / "local" / "bad.xlsx", index=False, header=False)
+    assert_named_and_untouched(repo, {"path": "data/local/bad.xlsx", "target": "label"},
+                               ["target column 'label' not found (the column names, with 'label', are on row 3 of "
+                                "the sheet, below a title or notes: delete the 2 rows above them)"],
                                monkeypatch, capsys)
 
 

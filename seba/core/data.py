@@ -630,7 +630,8 @@ def _read_arff(path: Path, where: str, encoding: str = "utf-8") -> pd.DataFrame:
 
 
 def _read_local(path: Path, where: str, key: str = "the source", delimiter: str = ",",
-                encoding: str = "utf-8", sheet: str | int | None = None, tag: str = "fetch") -> pd.DataFrame:
+                encoding: str = "utf-8", sheet: str | int | None = None, tag: str = "fetch",
+                target: str | None = None) -> pd.DataFrame:
     """The file as it is: a CSV (fields separated by ``delimiter``, text in ``encoding``) as text
     (every cell a string, nothing converted), a parquet file with its own column types, a sheet
     of an Excel workbook with the types pandas infers, an ARFF file with its attributes' types."""
@@ -645,8 +646,8 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
             if not isinstance(frame.index, pd.RangeIndex):
                 # data rows with one field more than the header: pandas would take the first column
                 # for a row index and shift every name by one column
-                frame = _without_trailing_field(frame, path, read, where, _comment_hint(path, opened)
-                                                or _delimiter_hint(path, delimiter, key, opened), tag)
+                frame = _without_trailing_field(frame, path, read, where, _csv_hint(path, target, delimiter, key,
+                                                                                     opened), tag)
             with io.TextIOWrapper(_csv_stream(path), encoding=opened, newline="") as fh:  # the header as
                 header = next(csv.reader(fh, delimiter=delimiter), None)  # written (pandas renames 'a', 'a.1')
             if header is not None and len(header) == frame.shape[1]:
@@ -666,7 +667,7 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, OSError, EOFError, csv.Error,
             zipfile.BadZipFile, lzma.LZMAError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        hint = (_comment_hint(path, opened) or _delimiter_hint(path, delimiter, key, opened)) if kind == "csv" else ""
+        hint = _csv_hint(path, target, delimiter, key, opened) if kind == "csv" else ""
         raise DataError(f"{where}: cannot be read as {kind}: {first}{hint}") from None
     frame.columns = [str(c).strip() or f"Unnamed: {i}" for i, c in enumerate(frame.columns)]  # as a CSV's
     _refuse_duplicates(list(frame.columns), where)
@@ -756,19 +757,38 @@ def _without_trailing_field(frame: pd.DataFrame, path: Path, read: dict, where: 
         return _read_csv(path, where, index_col=False, **read)
 
 
-def _comment_hint(path: Path, opened: str) -> str:
-    """What to do when a CSV's first line is a comment ('# exported from ...'), which is read as
-    the header; '' when it is not one."""
+def _names_below(path: Path, target: str, delimiter: str = ",", opened: str = "utf-8-sig",
+                 sheet: str | int | None = None) -> str:
+    """Where a CSV's or a sheet's column names are when lines above them (a title, notes) come
+    first: the text that says so and what to do, when one of the first 30 lines below the first
+    has a cell that is the target's name; '' otherwise."""
+    excel = local_format(path) == "excel"
     try:
-        with io.TextIOWrapper(_csv_stream(path), encoding=opened, newline="") as fh:
-            first = fh.readline().strip()
-    except (UnicodeError, OSError, EOFError, zipfile.BadZipFile, lzma.LZMAError):
+        if excel:
+            top = pd.read_excel(path, sheet_name=0 if sheet is None else sheet, header=None, nrows=30,
+                                engine="openpyxl")
+            lines = [[str(v) for v in row if pd.notna(v)] for row in top.itertuples(index=False)]
+        else:
+            with io.TextIOWrapper(_csv_stream(path), encoding=opened, newline="") as fh:
+                records = csv.reader(fh, delimiter=delimiter)
+                lines = [next(records, []) for _ in range(30)]
+    except (ValueError, OSError, EOFError, UnicodeError, csv.Error, zipfile.BadZipFile, lzma.LZMAError, KeyError):
         return ""
-    if not first.startswith(("#", "%", "//")):
+    found = next((k for k, cells in enumerate(lines) if k and target.strip() in [c.strip() for c in cells]), None)
+    if found is None:
         return ""
-    shown = first if len(first) <= 40 else first[:40] + "..."
-    return (f": its first line, '{shown}', is a comment, read as the header; delete the lines above the "
-            f"header (the column names) from the file")
+    place = f"row {found + 1} of the sheet" if excel else f"line {found + 1} of the file"
+    unit = "row" if excel else "line"
+    above = f"the {found} {unit}s" if found > 1 else f"the {unit}"
+    return (f"the column names, with '{target.strip()}', are on {place}, below a title or notes: delete "
+            f"{above} above them")
+
+
+def _csv_hint(path: Path, target: str | None, delimiter: str, key: str, opened: str) -> str:
+    """What a CSV whose rows do not fit its header most likely needs: the lines above its column
+    names deleted (``_names_below``), or another delimiter."""
+    below = _names_below(path, target, delimiter, opened) if target else ""
+    return f": {below}" if below else _delimiter_hint(path, delimiter, key, opened)
 
 
 def _without_header_rows(frame: pd.DataFrame, names: list[str], where: str, tag: str = "fetch") -> pd.DataFrame:
@@ -1355,11 +1375,15 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
     if not path.is_file():
         raise DataError(f"{where}: file not found")
     delimiter = csv_delimiter(source)
-    frame = _read_local(path, where, key, delimiter, source.encoding, source.sheet, stage)
+    frame = _read_local(path, where, key, delimiter, source.encoding, source.sheet, stage, source.target)
     if source.target not in frame.columns:
         close = [c for c in frame.columns if c.lower() == source.target.lower()]
         hint = f" (did you mean '{close[0]}'?)" if close else ""
-        if frame.shape[1] == 1 and local_format(path) in ("csv", "tsv"):
+        below = "" if close or local_format(path) not in ("csv", "tsv", "excel") else _names_below(
+            path, source.target, delimiter, _text_encoding(source.encoding), source.sheet)
+        if below:
+            hint += f" ({below})"
+        elif frame.shape[1] == 1 and local_format(path) in ("csv", "tsv"):
             hint += _delimiter_hint(path, delimiter, key, _text_encoding(source.encoding))
         raise DataError(f"{where}: target column '{source.target}' not found{hint}; "
                         f"columns: {', '.join(frame.columns[:20])}{' ...' if frame.shape[1] > 20 else ''}")
