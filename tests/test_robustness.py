@@ -1915,6 +1915,13 @@ def test_csv_rows_short_of_fields_warn_and_repeated_header_lines_are_dropped(rep
     assert len(read) == 60 and set(read["class"].cat.categories) == {"x", "y"}  # "4,y" has no target
     assert info["dropped_rows"] == 3 and read["a"].notna().all() and info["columns"][0]["kind"] == "numeric"
 
+    trailing = "".join(line + ",\n" for line in body.splitlines())  # every row ends in a delimiter
+    path.write_text("a,b,label\n" + trailing + "3,x\n")
+    read, _ = load_local_table("joined", SourceConfig(path="data/local/joined.csv", target="label"), repo)
+    err = capsys.readouterr().err
+    assert "read without it" in err and "data row 31 has fewer fields than the header's 3 (2); its last" in err
+    assert len(read) == 30
+
     path.write_text("a,b,label\n" + body + "3,,\n")  # the last column's empty cell, no short row
     load_local_table("joined", SourceConfig(path="data/local/joined.csv", target="label"), repo)
     err = capsys.readouterr().err

@@ -652,8 +652,7 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
                 header = next(csv.reader(fh, delimiter=delimiter), None)  # written (pandas renames 'a', 'a.1')
             if header is not None and len(header) == frame.shape[1]:
                 frame.columns = [h.strip() or f"Unnamed: {i}" for i, h in enumerate(header)]
-                if isinstance(frame.index, pd.RangeIndex):  # not read without a trailing delimiter
-                    _warn_short_rows(frame, path, delimiter, opened, where, tag)
+                _warn_short_rows(frame, path, delimiter, opened, where, tag)
                 frame = _without_header_rows(frame, [h.strip() for h in header], where, tag)
         elif kind == "excel":
             frame = _read_excel(path, where, key, sheet, tag)
@@ -837,12 +836,12 @@ def _warn_short_rows(frame: pd.DataFrame, path: Path, delimiter: str, opened: st
         fields = fields[:0]
     short = np.flatnonzero(fields < frame.shape[1])
     if len(short):
-        counts = ", ".join(f"{int(fields[i])}" for i in short[:_SHOWN])
-        log(f"[{tag}] WARNING {where}: data {_rows(short + 1)} {'have' if len(short) > 1 else 'has'} fewer fields "
-            f"than the header's "
-            f"{frame.shape[1]} ({counts}{', ...' if len(short) > _SHOWN else ''}); their last columns are "
-            f"read as empty: if a value was left out inside such a row, the values after it are in the wrong "
-            f"columns, so check these rows in the file")
+        counts = ", ".join(f"{int(fields[i])}" for i in short[:_SHOWN]) + (", ..." if len(short) > _SHOWN else "")
+        many = len(short) > 1
+        log(f"[{tag}] WARNING {where}: data {_rows(short + 1)} {'have' if many else 'has'} fewer fields than the "
+            f"header's {frame.shape[1]} ({counts}); {'their' if many else 'its'} last columns are read as empty: if "
+            f"a value was left out inside such a row, the values after it are in the wrong columns, so check "
+            f"{'these rows' if many else 'this row'} in the file")
 
 
 def _index_as_columns(frame: pd.DataFrame, where: str, tag: str = "fetch") -> pd.DataFrame:
