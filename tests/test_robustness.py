@@ -1945,3 +1945,25 @@ def test_a_parquet_categorical_of_numbers_stays_categorical(repo):
     assert list(read["region"].cat.categories) == ["0", "1", "2", "3"]
     assert read["region"].astype(int).tolist() == codes.tolist()
     assert records["count"]["kind"] == "numeric"
+
+
+def test_a_target_class_spelled_like_a_missing_value_mark_warns_when_its_rows_are_dropped(repo, capsys):
+    """Rows whose target is a missing-value mark are dropped as rows without a target; where three
+    or more are ('None' x10: as many as a class needs), the note is a warning naming the mark and
+    the fix (write the class another way), not a bare count. An empty target cell alone stays a
+    notice."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    rows = "".join(f"{i % 7},{i % 5}.5,{('mild', 'severe', 'None')[i % 3]}\n" for i in range(30))
+    (repo / "data" / "local" / "marks.csv").write_text("a,b,label\n" + rows + "1,2,\n")
+    read, info = load_local_table("marks", SourceConfig(path="data/local/marks.csv", target="label"), repo)
+    assert info["notes"] == ["WARNING dropped 11 rows without a target, 10 of them for a missing-value mark "
+                             "('None' x10), which may be a class ('None', 'NA' for North America): to keep such "
+                             "rows, write that class another way in the file"]
+    assert "WARNING dropped 11 rows" in capsys.readouterr().err and len(read) == 20
+
+    rows = "".join(f"{i % 7},{i % 5}.5,{('mild', 'severe')[i % 2]}\n" for i in range(30))
+    (repo / "data" / "local" / "marks.csv").write_text("a,b,label\n" + rows + "1,2,\n3,4,?\n")
+    _, info = load_local_table("marks", SourceConfig(path="data/local/marks.csv", target="label"), repo)
+    assert info["notes"] == ["dropped 2 rows without a target"]

@@ -1395,11 +1395,15 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         if source.target in getattr(source, option):
             raise DataError(f"{where}: the target '{source.target}' is listed in '{option}'")
     notes = []
-    target, _ = _as_text(frame[source.target])
+    target, marks = _as_text(frame[source.target])
     unlabeled = int(target.isna().sum())
     if unlabeled:
         frame, target = frame[target.notna()], target[target.notna()]
         notes.append(f"dropped {unlabeled} rows without a target")
+        if sum(marks.values()) >= 3:  # as many as a class needs: 'None' or 'NA' may be one
+            notes[-1] = (f"WARNING dropped {unlabeled} rows without a target, {sum(marks.values())} of them "
+                         f"for a missing-value mark ({_quote(marks)}), which may be a class ('None', 'NA' for "
+                         f"North America): to keep such rows, write that class another way in the file")
     if target.nunique() < 2:
         raise DataError(f"{where}: target column '{source.target}' has "
                         f"{target.nunique()} distinct value(s); classification needs at least two")
