@@ -1967,3 +1967,21 @@ def test_a_target_class_spelled_like_a_missing_value_mark_warns_when_its_rows_ar
     (repo / "data" / "local" / "marks.csv").write_text("a,b,label\n" + rows + "1,2,\n3,4,?\n")
     _, info = load_local_table("marks", SourceConfig(path="data/local/marks.csv", target="label"), repo)
     assert info["notes"] == ["dropped 2 rows without a target"]
+
+
+def test_a_header_less_column_of_measurements_is_kept_where_an_index_would_be_dropped(repo):
+    """A column without a header name and a distinct value in every row is dropped as a written row
+    index when its values could be one (integers, in any order, or text); one of numbers with
+    fractions is a feature, kept with a notice."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    rng = np.random.default_rng(4)
+    order = rng.permutation(30)
+    rows = "".join(f"{v:.6f},{order[i]},{i % 7},{i % 5}.5,{'xy'[i % 2]}\n" for i, v in enumerate(rng.normal(size=30)))
+    (repo / "data" / "local" / "nameless.csv").write_text(",,a,b,label\n" + rows)
+    read, info = load_local_table("nameless", SourceConfig(path="data/local/nameless.csv", target="label"), repo)
+    records = {r["column"]: r for r in info["columns"]}
+    assert records["Unnamed: 0"]["kind"] == "numeric" and "Unnamed: 0" in read.columns
+    assert any("kept: it has no header name" in n and "fractions" in n for n in records["Unnamed: 0"]["notices"])
+    assert (records["Unnamed: 1"]["kind"], records["Unnamed: 1"]["reason"]) == ("dropped", "row index")

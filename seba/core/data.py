@@ -1216,6 +1216,12 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
         record["notices"].append(f"column '{column}' kept: {looks}, but it holds times ({record['time_as']}), "
                                  f"not an id")
         index_like = None
+    if (index_like is None and not forced and "time_as" not in record and _INDEX_NAME.fullmatch(column)
+            and not missing.any()
+            and _fractions(values, kind) and values.nunique() == len(values)):
+        record["notices"].append(f"column '{column}' kept: it has no header name and a distinct value in every "
+                                 f"row, as a row index written into the file, but its numbers have fractions, "
+                                 f"which an index's do not")
     if index_like:
         reason, why, loud = index_like
         record.update(kind="dropped", reason=reason)
@@ -1334,13 +1340,21 @@ def _finite_numbers(column: str, values: pd.Series, record: dict) -> pd.Series:
     return values.mask(infinite | huge)
 
 
+def _fractions(values: pd.Series, kind: str) -> bool:
+    """Whether a numeric column holds a number with a fraction (which no row index or id has)."""
+    if kind != "numeric":
+        return False
+    v = values.to_numpy(dtype="float64")
+    return bool((v[np.isfinite(v)] != np.round(v[np.isfinite(v)])).any())
+
+
 def _index_like(column: str, values: pd.Series, kind: str, complete: bool) -> tuple[str, str, bool] | None:
     """Why a column is a row index rather than a feature (short, long, and whether to warn: the
-    column may be a feature), or None: a header-less column with a distinct value in every row (an
-    index written with the table), or a column of integers that increase strictly from row to row
+    column may be a feature), or None: a header-less column with a distinct value in every row and
+    no number with a fraction (an index written with the table), or a column of integers that increase strictly from row to row
     (a row id; with gaps between them, also what a feature looks like when the table is sorted by
     it, hence a warning). ``complete``: no cell of ``values`` is missing."""
-    if _INDEX_NAME.fullmatch(column) and complete and values.nunique() == len(values):
+    if _INDEX_NAME.fullmatch(column) and complete and values.nunique() == len(values) and not _fractions(values, kind):
         return ("row index", "a row index written into the file (no header name, a distinct value in every row)",
                 False)
     if kind == "numeric" and complete and len(values) >= 3:
