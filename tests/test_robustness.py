@@ -569,6 +569,13 @@ def test_a_file_named_xlsx_that_is_no_workbook_is_a_named_error(repo, monkeypatc
                                monkeypatch, capsys)
 
 
+def test_an_empty_excel_sheet_is_a_named_error(repo, monkeypatch, capsys):
+    pd.DataFrame().to_excel(repo / "data" / "local" / "bad.xlsx", index=False)
+    assert_named_and_untouched(repo, {"path": "data/local/bad.xlsx", "target": "label"},
+                               ["dataset 'mine' (data/local/bad.xlsx): the sheet read is empty (set "
+                                "'sources.mine.sheet' to read another)"], monkeypatch, capsys)
+
+
 def test_an_excel_sheet_with_a_title_above_its_column_names_says_where_they_are(repo, monkeypatch, capsys):
     rows = [["Measurements 2024", None, None], [None, None, None], ["a", "b", "label"]]
     rows += [[i % 7, i % 5, "xy"[i % 2]] for i in range(30)]

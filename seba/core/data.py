@@ -1389,6 +1389,9 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         raise DataError(f"{where}: file not found")
     delimiter = csv_delimiter(source)
     frame = _read_local(path, where, key, delimiter, source.encoding, source.sheet, stage, source.target)
+    if frame.shape[1] == 0:
+        raise DataError(f"{where}: the sheet read is empty (set '{key}.sheet' to read another)"
+                        if local_format(path) == "excel" else f"{where}: the file has no columns")
     if source.target not in frame.columns:
         close = [c for c in frame.columns if c.lower() == source.target.lower()]
         hint = f" (did you mean '{close[0]}'?)" if close else ""
