@@ -609,7 +609,7 @@ _ARFF_DATE = re.compile(r"^(\s*@attribute\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+)date\b
 def _read_arff(path: Path, where: str, encoding: str = "utf-8") -> pd.DataFrame:
     """An ARFF file (OpenML's and Weka's format, dense or sparse; liac-arff, which openml
     installs): NUMERIC / REAL / INTEGER attributes as numbers, nominal ones as categoricals with
-    their declared levels, STRING and DATE ones as text."""
+    their declared levels (the rules then keep those that occur), STRING and DATE ones as text."""
     import arff
 
     text = path.read_text(encoding=_text_encoding(encoding))  # data lines never start with '@attribute'
