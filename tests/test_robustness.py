@@ -1992,3 +1992,27 @@ def test_a_header_less_column_of_measurements_is_kept_where_an_index_would_be_dr
     assert records["Unnamed: 0"]["kind"] == "numeric" and "Unnamed: 0" in read.columns
     assert any("kept: it has no header name" in n and "fractions" in n for n in records["Unnamed: 0"]["notices"])
     assert (records["Unnamed: 1"]["kind"], records["Unnamed: 1"]["reason"]) == ("dropped", "row index")
+
+
+def test_text_written_in_decomposed_unicode_is_one_level_with_its_composed_form(repo):
+    """'Zürich' with a combining diaeresis (as macOS writes text) and with the composed 'ü' are one
+    level of a feature, and 'café' written either way one class of the target, each with a notice
+    counting the cells read in their composed form; an ASCII column gets none."""
+    import unicodedata
+
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    city, cafe = "Z\u00fcrich", "caf\u00e9"
+    split = {w: unicodedata.normalize("NFD", w) for w in (city, cafe)}
+    assert all(len(split[w]) == len(w) + 1 for w in split)
+    rows = "".join(f"{i % 7},{(city, split[city], 'Bern')[i % 3]},{(cafe, split[cafe], 'bar')[i % 3]}\n"
+                   for i in range(30))
+    (repo / "data" / "local" / "accents.csv").write_text("a,city,label\n" + rows, encoding="utf-8")
+    read, info = load_local_table("accents", SourceConfig(path="data/local/accents.csv", target="label"), repo)
+    assert list(read["city"].cat.categories) == ["Bern", city] and list(read["class"].cat.categories) == ["bar", cafe]
+    records = {r["column"]: r for r in info["columns"]}
+    assert any("10 cell(s) written with decomposed characters" in n for n in records["city"]["notices"])
+    assert not records["a"]["notices"]
+    assert info["notes"] == ["target column 'label': 10 cell(s) written with decomposed characters read in their "
+                             "composed form, so that a class written either way is one class"]

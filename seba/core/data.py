@@ -23,6 +23,7 @@ import os
 import pickle
 import re
 import shutil
+import unicodedata
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -866,6 +867,31 @@ def _as_text(series: pd.Series) -> tuple[pd.Series, dict[str, int]]:
     return text.mask(marked), tokens
 
 
+def _composed(text: pd.Series) -> tuple[pd.Series, int]:
+    """``text`` (a "string" Series) with every cell in Unicode's composed form (NFC: 'é' as one
+    character, not 'e' and a combining accent, as macOS and text copied from some PDFs write it),
+    so that one word written either way is one level, and how many cells that changed; an ASCII
+    column (most) is returned as it is after one check."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        array = pa.array(text.array)
+    except (TypeError, ValueError, pa.ArrowException):
+        return text, 0
+    array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        return text, 0
+    if pc.all(pc.string_is_ascii(array)).as_py() is not False:
+        return text, 0
+    # Python's unicodedata over the distinct cells (Arrow's utf8_normalize decomposes whatever form it is asked for)
+    mapping = {v: unicodedata.normalize("NFC", v) for v in text.dropna().unique()
+               if not v.isascii() and not unicodedata.is_normalized("NFC", v)}
+    if not mapping:
+        return text, 0
+    return text.replace(mapping), int(text.isin(list(mapping)).sum())
+
+
 def _utf8(value: bytes) -> bool:
     try:
         value.decode("utf-8")
@@ -1096,10 +1122,15 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
     else:
         try:
             text, tokens = _as_text(series)
+            text, composed = _composed(text)
         except UnicodeDecodeError:  # bytes cells (a parquet binary column) that are not UTF-8
             bad = next(i for i, v in series.items() if isinstance(v, bytes) and not _utf8(v))
             raise DataError(f"{where}: column '{column}' holds binary values that are not UTF-8 text (row {bad}: "
                             f"{series[bad][:12]!r}); store it as text, or drop the column") from None
+        if composed:
+            record["notices"].append(f"column '{column}': {composed} cell(s) written with decomposed characters (an "
+                                     f"accent as a mark of its own, as macOS writes text) read in their composed "
+                                     f"form, so that a word written either way is one value")
         if tokens:
             record["converted"].update(tokens)
             record["notices"].append(f"column '{column}': {sum(tokens.values())} cell(s) marked missing "
@@ -1413,6 +1444,10 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
             raise DataError(f"{where}: the target '{source.target}' is listed in '{option}'")
     notes = []
     target, marks = _as_text(frame[source.target])
+    target, composed = _composed(target)
+    if composed:
+        notes.append(f"target column '{source.target}': {composed} cell(s) written with decomposed characters read "
+                     f"in their composed form, so that a class written either way is one class")
     unlabeled = int(target.isna().sum())
     if unlabeled:
         frame, target = frame[target.notna()], target[target.notna()]
