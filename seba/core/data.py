@@ -351,18 +351,26 @@ def _plain_floats(text: pd.Series) -> pd.Series | None:
     return pd.Series(values, index=text.index, dtype="float64")
 
 
+def _arrow_strings(series: pd.Series):
+    """The cells of ``series`` as one Arrow string (or large_string) array, without a copy where
+    pandas holds them in Arrow (its default "string" storage); None for any other column."""
+    import pyarrow as pa
+
+    try:
+        array = pa.array(series.array)
+    except (TypeError, ValueError, pa.ArrowException):
+        return None
+    array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    return array if pa.types.is_string(array.type) or pa.types.is_large_string(array.type) else None
+
+
 def _zero_padded_text(text: pd.Series) -> np.ndarray:
     """Which cells of ``text`` (a "string" Series) begin as ``_ZERO_PADDED`` does, from the bytes of
     its Arrow array (pandas' default storage), else by the regular expression."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
-    try:
-        array = pa.array(text.array)
-    except (TypeError, ValueError, pa.ArrowException):  # not a string column Arrow holds
-        return text.str.match(_ZERO_PADDED).fillna(False).to_numpy(dtype=bool)
-    array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
-    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+    array = _arrow_strings(text)
+    if array is None:
         return text.str.match(_ZERO_PADDED).fillna(False).to_numpy(dtype=bool)
     return _zero_padded_cells(pc.fill_null(array, ""))
 
@@ -409,9 +417,8 @@ def _plain_number_columns(frame: pd.DataFrame, names: list[str]) -> dict[str, pd
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        texts = [pa.array(frame[name].array) for name in names]
-        texts = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in texts]
-        if not all(pa.types.is_string(c.type) or pa.types.is_large_string(c.type) for c in texts):
+        texts = [_arrow_strings(frame[name]) for name in names]
+        if any(c is None for c in texts):
             return {}
         kind = texts[0].type
         texts = [c if c.type == kind else c.cast(kind) for c in texts]
@@ -419,7 +426,7 @@ def _plain_number_columns(frame: pd.DataFrame, names: list[str]) -> dict[str, pd
         empty = pc.fill_null(empty, False).to_numpy(zero_copy_only=False).reshape(len(names), len(frame))
         columns = list(texts)  # the empty cells as nulls, which the cast reads as missing
         for i in np.flatnonzero(empty.any(axis=1)):
-            columns[i] = pc.if_else(pc.equal(texts[i], ""), pa.scalar(None, kind), texts[i])
+            columns[i] = pc.if_else(pa.array(empty[i]), pa.scalar(None, kind), texts[i])
         try:  # all at once: a table of numbers only
             values = pc.cast(pa.chunked_array(columns, type=kind), pa.float64()).to_numpy(zero_copy_only=False)
             read = dict(enumerate(values.reshape(len(names), len(frame))))
@@ -484,8 +491,9 @@ def _refuse_duplicates(names: list[str], where: str) -> None:
         raise DataError(f"{where}: duplicate column names: {listed}; give every column its own name")
 
 
-def _check_parquet_schema(path: Path, where: str) -> None:
-    """Named errors for what a feature cannot be: duplicate names, lists / structs / maps per cell."""
+def _check_parquet_schema(path: Path, where: str):
+    """Named errors for what a feature cannot be: duplicate names, lists / structs / maps per cell;
+    the file's schema when it has neither."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -496,16 +504,16 @@ def _check_parquet_schema(path: Path, where: str) -> None:
         raise DataError(f"{where}: column(s) {', '.join(nested)} hold a list, struct or map in each cell; a "
                         f"feature needs one value per cell: expand them into columns (one per element or "
                         f"field) or remove them")
+    return schema
 
 
-def _categorical_as_written(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
+def _categorical_as_written(frame: pd.DataFrame, schema) -> pd.DataFrame:
     """A parquet file's columns that pandas wrote from a categorical of numbers (its metadata says
     'categorical'), which parquet stores as plain numbers and reads back so, as categorical again:
-    the type its writer gave them (a categorical of text comes back as one by itself)."""
-    import pyarrow.parquet as pq
-
+    the type its writer gave them (a categorical of text comes back as one by itself). ``schema``:
+    the file's parquet schema."""
     try:
-        written = json.loads((pq.read_schema(path).metadata or {}).get(b"pandas", b"{}"))
+        written = json.loads((schema.metadata or {}).get(b"pandas", b"{}"))
     except (ValueError, TypeError):
         return frame
     declared = {str(c.get("name")) for c in written.get("columns", []) if isinstance(c, dict)
@@ -660,8 +668,8 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
         elif kind == "arff":
             frame = _read_arff(path, where, encoding)
         else:
-            _check_parquet_schema(path, where)
-            frame = _categorical_as_written(_index_as_columns(pd.read_parquet(path), where, tag), path)
+            schema = _check_parquet_schema(path, where)
+            frame = _categorical_as_written(_index_as_columns(pd.read_parquet(path), where, tag), schema)
     except UnicodeError as exc:  # a UnicodeDecodeError; UTF-16 without a byte-order mark raises its base
         raise DataError(_not_encoded(path, where, key, encoding, exc)) from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, OSError, EOFError, csv.Error,
@@ -872,17 +880,10 @@ def _composed(text: pd.Series) -> tuple[pd.Series, int]:
     character, not 'e' and a combining accent, as macOS and text copied from some PDFs write it),
     so that one word written either way is one level, and how many cells that changed; an ASCII
     column (most) is returned as it is after one check."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
-    try:
-        array = pa.array(text.array)
-    except (TypeError, ValueError, pa.ArrowException):
-        return text, 0
-    array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
-    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
-        return text, 0
-    if pc.all(pc.string_is_ascii(array)).as_py() is not False:
+    array = _arrow_strings(text)
+    if array is None or pc.all(pc.string_is_ascii(array)).as_py() is not False:
         return text, 0
     # Python's unicodedata over the distinct cells (Arrow's utf8_normalize decomposes whatever form it is asked for)
     mapping = {v: unicodedata.normalize("NFC", v) for v in text.dropna().unique()
@@ -1247,12 +1248,11 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
         record["notices"].append(f"column '{column}' kept: {looks}, but it holds times ({record['time_as']}), "
                                  f"not an id")
         index_like = None
-    if (index_like is None and not forced and "time_as" not in record and _INDEX_NAME.fullmatch(column)
-            and not missing.any()
-            and _fractions(values, kind) and values.nunique() == len(values)):
+    elif index_like and index_like[0] == "row index" and _fractions(values, kind):
         record["notices"].append(f"column '{column}' kept: it has no header name and a distinct value in every "
                                  f"row, as a row index written into the file, but its numbers have fractions, "
                                  f"which an index's do not")
+        index_like = None
     if index_like:
         reason, why, loud = index_like
         record.update(kind="dropped", reason=reason)
@@ -1381,11 +1381,12 @@ def _fractions(values: pd.Series, kind: str) -> bool:
 
 def _index_like(column: str, values: pd.Series, kind: str, complete: bool) -> tuple[str, str, bool] | None:
     """Why a column is a row index rather than a feature (short, long, and whether to warn: the
-    column may be a feature), or None: a header-less column with a distinct value in every row and
-    no number with a fraction (an index written with the table), or a column of integers that increase strictly from row to row
+    column may be a feature), or None: a header-less column with a distinct value in every row (an
+    index written with the table; ``_finish_column`` keeps one of numbers with fractions), or a
+    column of integers that increase strictly from row to row
     (a row id; with gaps between them, also what a feature looks like when the table is sorted by
     it, hence a warning). ``complete``: no cell of ``values`` is missing."""
-    if _INDEX_NAME.fullmatch(column) and complete and values.nunique() == len(values) and not _fractions(values, kind):
+    if _INDEX_NAME.fullmatch(column) and complete and values.nunique() == len(values):
         return ("row index", "a row index written into the file (no header name, a distinct value in every row)",
                 False)
     if kind == "numeric" and complete and len(values) >= 3:
@@ -1451,11 +1452,12 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
     unlabeled = int(target.isna().sum())
     if unlabeled:
         frame, target = frame[target.notna()], target[target.notna()]
-        notes.append(f"dropped {unlabeled} rows without a target")
-        if sum(marks.values()) >= 3:  # as many as a class needs: 'None' or 'NA' may be one
-            notes[-1] = (f"WARNING dropped {unlabeled} rows without a target, {sum(marks.values())} of them "
-                         f"for a missing-value mark ({_quote(marks)}), which may be a class ('None', 'NA' for "
-                         f"North America): to keep such rows, write that class another way in the file")
+        marked = sum(marks.values())
+        notes.append(f"WARNING dropped {unlabeled} rows without a target, {marked} of them for a missing-value "
+                     f"mark ({_quote(marks)}), which may be a class ('None', 'NA' for North America): to keep such "
+                     f"rows, write that class another way in the file"
+                     if marked >= 3  # as many as a class needs: 'None' or 'NA' may be one
+                     else f"dropped {unlabeled} rows without a target")
     if target.nunique() < 2:
         raise DataError(f"{where}: target column '{source.target}' has "
                         f"{target.nunique()} distinct value(s); classification needs at least two")
@@ -1631,11 +1633,11 @@ def _float32_column(values: np.ndarray) -> tuple[np.ndarray, dict | None]:
         return stored, None
     offset = float((distinct[0] + distinct[-1]) / 2)
     shifted = (distinct - offset).astype(np.float32)
-    kept = {"plain": int(len(np.unique(plain))), "shifted": int(len(np.unique(shifted)))}
-    use_offset = kept["shifted"] > kept["plain"]
+    apart = int(len(np.unique(plain)))
+    use_offset = len(np.unique(shifted)) > apart
     final = shifted if use_offset else plain
-    record = {"offset": offset if use_offset else None, "distinct": int(len(distinct)),
-              "distinct_float32": kept["plain"], "distinct_stored": max(kept.values())}
+    record = {"offset": offset if use_offset else None, "distinct": int(len(distinct)), "distinct_float32": apart,
+              "distinct_stored": int(len(np.unique(final)))}
     same = np.flatnonzero(np.diff(final) == 0)
     if len(same):
         record["merged"] = [float(distinct[same[0]]), float(distinct[same[0] + 1])]
