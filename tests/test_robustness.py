@@ -1935,6 +1935,59 @@ def test_csv_rows_short_of_fields_warn_and_repeated_header_lines_are_dropped(rep
     assert "fewer fields" not in err and "repeat" not in err
 
 
+def test_a_second_header_line_of_units_or_long_names_is_dropped_with_a_notice(repo, capsys):
+    """A CSV or sheet whose first data rows are a second header (units, longer names) gets them
+    dropped with one notice naming them, and is read as the same table without those lines (the
+    same columns, types and values): before, each numeric column got a warning for a missing cell
+    and the target a class of one row ('Label'), which stopped the split. A first row of words in
+    the numeric columns whose class other rows have, or one holding a number, stays a data row."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    rng = np.random.default_rng(5)
+    order = rng.permutation(40)
+    body = "".join(f"{20 + v},{150 + v * 0.7:.1f},{50 + v * 3 % 40},{'AB'[int(v % 3 == 0)]},{'xy'[i % 2]}\n"
+                   for i, v in enumerate(order))
+    header = "age,height,weight,city,label\n"
+    path = repo / "data" / "local" / "units.csv"
+
+    def read(text: str, name: str = "units.csv"):
+        (repo / "data" / "local" / name).write_text(text)
+        frame, info = load_local_table("units", SourceConfig(path=f"data/local/{name}", target="label"), repo)
+        return frame, info, capsys.readouterr().err
+
+    plain, plain_info, _ = read(header + body, "plain.csv")
+    for lines, fragment in [
+        ("Age (years),Height (cm),Weight (kg),City,Label\n",
+         "data row 1 is a second header line, dropped: 'Age (years)', 'Height (cm)', 'Weight (kg)' above columns "
+         "of numbers, no number, the target 'Label', which no other row has"),
+        ("years,cm,kg,,\n", "data row 1 is a second header line, dropped: 'years', 'cm', 'kg' above columns of "
+                             "numbers, no number, no target"),
+        ("Age,Height,Weight,City,Label\nyears,cm,,,\n",
+         "data rows 1-2 are more header lines, dropped: row 1: 'Age', 'Height', 'Weight' above columns of numbers, "
+         "no number, the target 'Label', which no other row has; row 2: 'years', 'cm' above"),
+    ]:
+        frame, info, err = read(header + lines + body)
+        assert fragment in err and "WARNING" not in err
+        pd.testing.assert_frame_equal(frame, plain)
+        assert info["columns"] == plain_info["columns"] and info["dropped_rows"] == 0
+
+    rows = [["Age (years)", "Height (cm)", "Weight (kg)", "City", "Label"]] + [
+        [20 + int(v), 150 + v * 0.7, 50 + int(v) * 3 % 40, "AB"[int(v % 3 == 0)], "xy"[i % 2]] for i, v in enumerate(order)]
+    pd.DataFrame(rows, columns=header.strip().split(",")).to_excel(repo / "data" / "local" / "units.xlsx",
+                                                                   index=False)
+    frame, info = load_local_table("units", SourceConfig(path="data/local/units.xlsx", target="label"), repo)
+    err = capsys.readouterr().err
+    assert "data row 1 is a second header line, dropped: 'Age (years)'" in err and "WARNING" not in err
+    assert frame["weight"].dtype == "float64" and frame["age"].tolist() == plain["age"].tolist()
+    assert [r["kind"] for r in info["columns"]] == [r["kind"] for r in plain_info["columns"]]
+
+    for first in ("unknown,unknown,unknown,A,x\n",  # a class other rows have: a data row
+                  "Age,Height,2019,City,Label\n"):  # a number: a data row
+        frame, _, err = read(header + first + body)
+        assert "header line" not in err and len(frame) == 41 and "WARNING column 'age' is numeric" in err
+
+
 def test_a_parquet_categorical_of_numbers_stays_categorical(repo):
     """pandas writes a categorical of integer codes to parquet as plain integers (its metadata says
     'categorical'); read back, such a column is categorical again, its levels the codes, while an

@@ -828,6 +828,58 @@ def _without_header_rows(frame: pd.DataFrame, names: list[str], where: str, tag:
     return frame.drop(index=frame.index[named[same]]).reset_index(drop=True)
 
 
+_LEADING_ROWS = 3  # data rows at the top of a CSV or sheet checked for a second header line
+_BELOW_SAMPLE = 200  # the rows below them that say which columns hold numbers
+
+
+def _without_second_header(frame: pd.DataFrame, source, excel: bool = False) -> tuple[pd.DataFrame, str | None]:
+    """A CSV's or sheet's first data rows that are a second header (units, longer names: `years,
+    cm, kg`) dropped, and the notice saying so (None when there is none). A row is one when none
+    of its feature cells is a number, at least two of its cells are words above columns of
+    numbers (``NUMERIC_SHARE`` of the cells of the next ``_BELOW_SAMPLE`` rows), and its target
+    cell is missing or a value no other row has: such a row could not be used anyway (a class of
+    one row stops the split, a row without a target is dropped). Read as data, it gave every
+    numeric column a warning for a missing cell and the target a class of one row, and kept the
+    table out of the whole-table pass. A sheet's columns get the types pandas infers without it."""
+    if len(frame) <= _LEADING_ROWS + 5:
+        return frame, None
+    features = [c for c in frame.columns if c != source.target and c not in source.categorical]
+    below = frame.iloc[_LEADING_ROWS:_LEADING_ROWS + _BELOW_SAMPLE]
+    target = _as_text(frame[source.target])[0]
+    counts = target.value_counts()
+    numeric: dict[str, bool] = {}  # column -> whether the cells below the leading rows are numbers
+
+    def of_numbers(column: str) -> bool:
+        if column not in numeric:
+            cells = _as_text(below[column].astype(object))[0]
+            numeric[column] = column in source.numeric or bool(
+                cells.notna().any() and _numeric_cells(cells, source.thousands, source.decimal) >= NUMERIC_SHARE)
+        return numeric[column]
+
+    leading, shown = 0, []
+    for row in range(_LEADING_ROWS):
+        cells = _as_text(frame.iloc[row][features].astype(object))[0].reset_index(drop=True)
+        label = target.iloc[row]
+        if (not (pd.isna(label) or counts.get(label, 0) == 1)
+                or parse_numbers(cells, source.thousands, source.decimal).notna().any()):
+            break
+        above = [(features[i], cells.iloc[i]) for i in np.flatnonzero(cells.notna().to_numpy())
+                 if of_numbers(features[i])]
+        if len(above) < 2:
+            break
+        leading += 1
+        words = ", ".join(repr(str(word)) for _, word in above[:3]) + (", ..." if len(above) > 3 else "")
+        shown.append(f"{words} above columns of numbers, no number, "
+                     + ("no target" if pd.isna(label) else f"the target {str(label)!r}, which no other row has"))
+    if not leading:
+        return frame, None
+    note = ("data row 1 is a second header line, dropped: " + shown[0] if leading == 1 else
+            f"data rows 1-{leading} are more header lines, dropped: "
+            + "; ".join(f"row {i + 1}: {part}" for i, part in enumerate(shown)))
+    rest = frame.iloc[leading:].reset_index(drop=True)
+    return (rest.infer_objects() if excel else rest), note
+
+
 def _warn_short_rows(frame: pd.DataFrame, path: Path, delimiter: str, opened: str, where: str,
                      tag: str = "fetch") -> None:
     """A warning naming a CSV's data rows with fewer fields than the header: pandas reads their
@@ -1437,13 +1489,16 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
                         f"columns: {', '.join(frame.columns[:20])}{' ...' if frame.shape[1] > 20 else ''}")
     if frame.empty:
         raise DataError(f"{where}: no data rows")
+    header_note = None
+    if local_format(path) in ("csv", "tsv", "excel"):
+        frame, header_note = _without_second_header(frame, source, local_format(path) == "excel")
     for option in ("categorical", "numeric"):
         absent = [c for c in getattr(source, option) if c not in frame.columns]
         if absent:
             raise DataError(f"{where}: '{option}' names column(s) not in the file: {absent}")
         if source.target in getattr(source, option):
             raise DataError(f"{where}: the target '{source.target}' is listed in '{option}'")
-    notes = []
+    notes = [header_note] if header_note else []
     target, marks = _as_text(frame[source.target])
     target, composed = _composed(target)
     if composed:
