@@ -622,6 +622,45 @@ def test_an_arff_file_in_another_encoding_is_read_with_the_option(tmp_path):
     assert list(frame["b"].cat.categories) == ["Café", "Thé"] and frame["a"].dtype == "float64"
 
 
+def test_an_excel_sheet_keeps_text_cells_as_written(repo, capsys):
+    """A sheet's cells reach the rules as the workbook holds them: a zip code written as text
+    ('00027') keeps its leading zeros (pandas' default read it as the number 27 before any rule
+    saw it: no notice, and the `categorical` setting kept '27'); text cells marked missing ('n/a',
+    'NA') are counted as in a CSV (pandas dropped them without a count), the target's too. Number,
+    date and boolean cells keep their own types, empty cells are missing."""
+    from openpyxl import Workbook
+
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    order = np.random.default_rng(3).permutation(40)
+    book = Workbook()
+    sheet = book.active
+    sheet.append(["zip", "size", "when", "flag", "label"])
+    for i, v in enumerate(order):
+        sheet.append([f"{int(v):05d}", "n/a" if i % 9 == 0 else float(v) * 1.5,
+                      pd.Timestamp("2024-01-01") + pd.Timedelta(days=int(v)), None if i == 3 else bool(v % 2),
+                      "NA" if i % 10 == 0 else "xy"[i % 2]])
+    book.save(repo / "data" / "local" / "codes.xlsx")
+
+    frame, info = load_local_table("codes", SourceConfig(path="data/local/codes.xlsx", target="label",
+                                                         categorical=["zip"]), repo)
+    err = capsys.readouterr().err
+    assert set(frame["zip"].cat.categories) == {f"{int(v):05d}" for i, v in enumerate(order) if i % 10}
+    assert "column 'size': 4 cell(s) marked missing ('n/a' x4)" in err
+    assert "dropped 4 rows without a target, 4 of them for a missing-value mark ('NA' x4)" in err
+    records = {r["column"]: r for r in info["columns"]}
+    assert records["size"]["kind"] == "numeric" and records["size"]["converted"] == {"n/a": 4}
+    assert records["when"]["read_as"] == "datetimes" and records["flag"]["read_as"] == "text"  # bools beside a gap
+    assert frame["flag"].isna().sum() == 1 and set(frame["flag"].cat.categories) == {"False", "True"}
+
+    frame, info = load_local_table("codes", SourceConfig(path="data/local/codes.xlsx", target="label"), repo)
+    err = capsys.readouterr().err
+    padded = sum(1 for i, v in enumerate(order) if i % 10 and v < 10000)
+    assert f"column 'zip': {padded} number(s) written with leading zeros" in err
+    assert {r["column"]: r for r in info["columns"]}["zip"]["leading_zeros"] == padded
+
+
 def test_an_excel_file_without_openpyxl_is_a_named_error(repo, monkeypatch, capsys):
     workbook(repo)
     monkeypatch.setitem(sys.modules, "openpyxl", None)  # not installed: `import openpyxl` raises ImportError

@@ -563,8 +563,9 @@ def _text_encoding(encoding: str) -> str:
 
 def _read_excel(path: Path, where: str, key: str, sheet: str | int | None, tag: str = "fetch") -> pd.DataFrame:
     """One sheet of an Excel workbook (the first unless ``sheet`` names another, by name or by
-    position from 0), its first row the header, each column with the type pandas infers from
-    its cells (numbers, dates; a column of mixed cells is text). Needs openpyxl."""
+    position from 0), its first row the header, each column with the type of its cells (numbers,
+    dates, booleans; a column of mixed cells, or of text cells, is text, digits written as text
+    included). Needs openpyxl."""
     try:
         import openpyxl  # noqa: F401  (pandas' reader of .xlsx files)
     except ImportError:
@@ -601,7 +602,12 @@ def _excel_sheet(path: Path, where: str, key: str, sheet: str | int | None, tag:
             raise DataError(f"{where}: no sheet '{sheet}' in the workbook{hint}; its sheets: {listed}")
         else:
             chosen = sheet
-        frame = pd.read_excel(book, sheet_name=chosen)
+        # each cell as the workbook holds it, an empty one missing: pandas' defaults read text cells
+        # of digits as numbers ('01470', a zip code written as text, became 1470 before any rule saw
+        # it, even with the column in `categorical`) and text cells such as 'NA' or 'n/a' as missing
+        # without a count; the types then come from the cells' own (numbers, dates, booleans)
+        frame = pd.read_excel(book, sheet_name=chosen, dtype=object, keep_default_na=False,
+                              na_values=[""]).infer_objects()
         # the names as written (pandas renames a repeated name 'a' to 'a.1')
         header = pd.read_excel(book, sheet_name=chosen, header=None, nrows=1)
     if len(header) and header.shape[1] == frame.shape[1]:
