@@ -661,6 +661,46 @@ def test_an_excel_sheet_keeps_text_cells_as_written(repo, capsys):
     assert {r["column"]: r for r in info["columns"]}["zip"]["leading_zeros"] == padded
 
 
+def test_an_excel_column_of_formulas_without_stored_values_is_a_named_error(repo, monkeypatch, capsys):
+    """A workbook written by a program (openpyxl here) stores its formulas without their values,
+    which only a spreadsheet application computes: such a column reads as empty cells and was
+    dropped as all missing with a notice. It is an error naming the column, a formula and the fix;
+    the same workbook with the values stored (as a spreadsheet application saves it) reads them,
+    and an empty column without formulas is still dropped."""
+    import re
+    import zipfile
+
+    from openpyxl import Workbook
+
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    book = Workbook()
+    sheet = book.active
+    sheet.append(["a", "b", "double", "blank", "label"])
+    for i in range(30):
+        sheet.append([i * 7 % 30, i % 5, f"=A{i + 2}*2", None, "xy"[i % 2]])
+    path = repo / "data" / "local" / "formulas.xlsx"
+    book.save(path)
+    assert_named_and_untouched(repo, {"path": "data/local/formulas.xlsx", "target": "label"},
+                               ["column(s) 'double' (=A2*2 in row 2) hold formulas whose values the workbook does not "
+                                "store", "open and save it in Excel or LibreOffice"], monkeypatch, capsys)
+
+    with zipfile.ZipFile(path) as archive:  # the values stored, as a spreadsheet application saves them
+        parts = {name: archive.read(name) for name in archive.namelist()}
+    sheet_xml = parts["xl/worksheets/sheet1.xml"].decode()
+    parts["xl/worksheets/sheet1.xml"] = re.sub(r"<f>A(\d+)\*2</f><v ?/>",
+                                               lambda m: f"<f>A{m[1]}*2</f><v>{(int(m[1]) - 2) * 7 % 30 * 2}</v>",
+                                               sheet_xml).encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in parts.items():
+            archive.writestr(name, data)
+    frame, info = load_local_table("formulas", SourceConfig(path="data/local/formulas.xlsx", target="label"), repo)
+    assert frame["double"].tolist() == (frame["a"] * 2).tolist()
+    assert {r["column"]: r for r in info["columns"]}["blank"]["reason"] == "all missing"
+    assert "dropped all-missing column 'blank'" in capsys.readouterr().err
+
+
 def test_an_excel_file_without_openpyxl_is_a_named_error(repo, monkeypatch, capsys):
     workbook(repo)
     monkeypatch.setitem(sys.modules, "openpyxl", None)  # not installed: `import openpyxl` raises ImportError

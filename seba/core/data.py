@@ -613,7 +613,39 @@ def _excel_sheet(path: Path, where: str, key: str, sheet: str | int | None, tag:
     if len(header) and header.shape[1] == frame.shape[1]:
         frame.columns = [str(h).strip() if pd.notna(h) and str(h).strip() else f"Unnamed: {i}"
                          for i, h in enumerate(header.iloc[0])]
+    empty = [i for i in range(frame.shape[1]) if frame.iloc[:, i].isna().all()]
+    if len(frame) and empty:
+        _refuse_formulas_without_values(path, where, chosen, empty, list(frame.columns))
     return frame
+
+
+_FORMULA_ROWS = 10  # the first data rows of an empty column of a sheet looked at for formulas
+
+
+def _refuse_formulas_without_values(path: Path, where: str, sheet: str, empty: list[int], names: list[str]) -> None:
+    """An error naming the columns of a sheet (positions ``empty``, every cell read missing) whose
+    first data rows hold formulas: a workbook stores a formula's value only when a spreadsheet
+    application computed it, so one written by a program (openpyxl, pandas) and never opened
+    in one reads as empty cells, and the column would be dropped as all missing."""
+    import openpyxl
+
+    book = openpyxl.load_workbook(path, read_only=True, data_only=False)
+    try:
+        rows = list(book[sheet].iter_rows(min_row=1, max_row=1 + _FORMULA_ROWS, values_only=True))
+    finally:
+        book.close()
+    found = []
+    for i in empty:
+        for row, cells in enumerate(rows[1:], start=2):
+            cell = cells[i] if i < len(cells) else None
+            if isinstance(cell, str) and cell.startswith("=") or "Formula" in type(cell).__name__:
+                found.append(f"'{names[i]}' ({getattr(cell, 'text', cell)!s} in row {row})")
+                break
+    if found:
+        raise DataError(f"{where}: column(s) {', '.join(found)} hold formulas whose values the workbook does not "
+                        f"store, so every cell reads as empty: a file written by a program and never opened in a "
+                        f"spreadsheet application is so; open and save it in Excel or LibreOffice, which computes "
+                        f"and stores the values, or write the values into the sheet")
 
 
 # an ARFF attribute of type DATE (which liac-arff does not read): read as STRING, its cells then
