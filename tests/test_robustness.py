@@ -466,6 +466,11 @@ LOCAL_CASES = [
      {"path": "data/local/bad.csv", "target": "label", "decimal": ","},
      ["the data rows have 2 fields more than the header (1 names)",
       "(the file separates its fields with ';', not ',': set delimiter: ';' in 'sources.mine')"]),
+    ("a tab-separated file named .csv",  # the setting as YAML reads a tab: in double quotes
+     _SMALL_CSV.replace(b",", b"\t"),
+     {"path": "data/local/bad.csv", "target": "label"},
+     ["target column 'label' not found", "(the file separates its fields with '\\t', not ',': set delimiter: \"\\t\" "
+      "in 'sources.mine')"]),
     ("a comma-separated file read with tabs",
      _SMALL_CSV,
      {"path": "data/local/bad.csv", "target": "label", "delimiter": "\t"},

@@ -777,7 +777,8 @@ def _other_delimiter(path: Path, delimiter: str, opened: str = "utf-8-sig") -> s
 def _delimiter_hint(path: Path, delimiter: str, key: str, opened: str = "utf-8-sig") -> str:
     """' (the file separates its fields with ';', not ',': set delimiter: ';' in 'sources.mine')', or ''."""
     other = _other_delimiter(path, delimiter, opened)
-    return (f" (the file separates its fields with {other!r}, not {delimiter!r}: set delimiter: {other!r} in "
+    written = '"\\t"' if other == "\t" else repr(other)  # as YAML reads it: a tab only in double quotes
+    return (f" (the file separates its fields with {other!r}, not {delimiter!r}: set delimiter: {written} in "
             f"'{key}')") if other else ""
 
 
