@@ -884,9 +884,8 @@ def _without_second_header(frame: pd.DataFrame, source, excel: bool = False) -> 
         return frame, None
     features = [c for c in frame.columns if c != source.target and c not in source.categorical]
     below = frame.iloc[_LEADING_ROWS:_LEADING_ROWS + _BELOW_SAMPLE]
-    target = _as_text(frame[source.target])[0]
-    counts = target.value_counts()
     numeric: dict[str, bool] = {}  # column -> whether the cells below the leading rows are numbers
+    target = counts = None  # the target's cells, read once a row has no number
 
     def of_numbers(column: str) -> bool:
         if column not in numeric:
@@ -898,9 +897,13 @@ def _without_second_header(frame: pd.DataFrame, source, excel: bool = False) -> 
     leading, shown = 0, []
     for row in range(_LEADING_ROWS):
         cells = _as_text(frame.iloc[row][features].astype(object))[0].reset_index(drop=True)
+        if parse_numbers(cells, source.thousands, source.decimal).notna().any():  # most tables: row 1
+            break
+        if target is None:  # one pass over the target, before a pass over each column's next rows
+            target = _as_text(frame[source.target])[0]
+            counts = target.value_counts()
         label = target.iloc[row]
-        if (not (pd.isna(label) or counts.get(label, 0) == 1)
-                or parse_numbers(cells, source.thousands, source.decimal).notna().any()):
+        if not (pd.isna(label) or counts.get(label, 0) == 1):
             break
         above = [(features[i], cells.iloc[i]) for i in np.flatnonzero(cells.notna().to_numpy())
                  if of_numbers(features[i])]
