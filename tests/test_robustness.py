@@ -2072,6 +2072,28 @@ def test_a_second_header_line_of_units_or_long_names_is_dropped_with_a_notice(re
         assert "header line" not in err and len(frame) == 41 and "WARNING column 'age' is numeric" in err
 
 
+def test_levels_folded_beside_a_level_named_other_do_not_join_it(repo, capsys):
+    """A categorical with more than max_categories levels keeps the most frequent ones and folds
+    the rest into 'other'; when a kept level is itself 'other' (a real answer), the folded rows
+    get a level of their own ('other (2)', named in the warning and the record) instead of
+    joining its rows without a word. A column without such a level folds into 'other'."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    cells = ["other"] * 30 + [f"k{i // 2}" for i in range(170)]
+    lines = "".join(f"{i * 0.37 % 5:.2f},{c},{c if c != 'other' else 'zz'},{'xy'[i % 2]}\n" for i, c in enumerate(cells))
+    (repo / "data" / "local" / "folded.csv").write_text("a,city,town,label\n" + lines)
+    frame, info = load_local_table("folded", SourceConfig(path="data/local/folded.csv", target="label",
+                                                          max_categories=5), repo)
+    err = capsys.readouterr().err
+    assert ("column 'city' has 86 levels > max_categories 5: kept the 4 most frequent, the rest -> 'other (2)' "
+            "(164 rows) (the column has a level 'other' of its own)") in err
+    assert frame["city"].value_counts()["other"] == 30 and frame["city"].value_counts()["other (2)"] == 164
+    records = {r["column"]: r for r in info["columns"]}
+    assert records["city"]["folded"] == {"levels": 82, "rows": 164, "into": "other (2)"}
+    assert "the rest -> 'other' (164 rows)\n" in err and "into" not in records["town"]["folded"]
+
+
 def test_a_parquet_categorical_of_numbers_stays_categorical(repo):
     """pandas writes a categorical of integer codes to parquet as plain integers (its metadata says
     'categorical'); read back, such a column is categorical again, its levels the codes, while an

@@ -1365,12 +1365,19 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
     counts = pd.Series(values).value_counts()
     if len(counts) > source.max_categories:
         keep = set(counts.index[:source.max_categories - 1])
+        # the level the rest become: 'other', unless a level kept has that name (the folded rows
+        # would join its rows)
+        into = next(name for name in ("other", *(f"other ({k})" for k in range(2, len(keep) + 3)))
+                    if name not in keep)
         folded = pd.Series(values).notna() & ~pd.Series(values).isin(keep)
-        values = pd.Series(values).where(~folded, "other")
+        values = pd.Series(values).where(~folded, into)
         record["folded"] = {"levels": int(len(counts) - len(keep)), "rows": int(folded.sum())}
+        if into != "other":
+            record["folded"]["into"] = into
         record["warnings"].append(f"column '{column}' has {len(counts)} levels > max_categories "
                                   f"{source.max_categories}: kept the {len(keep)} most frequent, the rest -> "
-                                  f"'other' ({int(folded.sum())} rows)")
+                                  f"'{into}' ({int(folded.sum())} rows)"
+                                  + (" (the column has a level 'other' of its own)" if into != "other" else ""))
     result = values.astype("category")
     record["levels"] = int(len(result.cat.categories))
     return record, result
