@@ -29,7 +29,7 @@ import yaml
 from conftest import committed_params
 from seba.core.config import PretrainConfig
 from seba.core.data import EncodedTable, encode_table, load_snapshot, make_split, save_splits, scale
-from seba.core.errors import ConfigError, TrainingDiverged
+from seba.core.errors import ConfigError, DataError, TrainingDiverged
 from seba.pretrain import pretrain_encoder
 from seba.validate import main as validate_main
 
@@ -1874,6 +1874,29 @@ def test_column_names_in_params_match_the_header_as_it_is_read(repo):
     edit_params(repo, lambda p: p["sources"]["spaced"].update(target=" "))
     with pytest.raises(ConfigError, match="'sources.spaced.target' is ' ': name the label column"):
         load_params(repo / "params.yaml")
+
+
+def test_column_names_written_in_decomposed_unicode_match_params_in_composed_form(repo):
+    """A header that macOS wrote with decomposed characters ('Größe' as o + a combining
+    diaeresis) is read in the composed form params.yaml is typed in, and so are the names in
+    params: the target and a `numeric` column are found (the error listed a column that looked
+    like the target). Two header names that differ only so are one name twice: refused."""
+    import unicodedata
+
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    size, target = (unicodedata.normalize("NFD", n) for n in ("Größe", "Klasse_ä"))
+    body = "".join(f"{i * 7 % 40},{i % 3},{'xy'[i % 2]}\n" for i in range(40))
+    (repo / "data" / "local" / "decomposed.csv").write_text(f"a,{size},{target}\n" + body)
+    source = SourceConfig(path="data/local/decomposed.csv", target="Klasse_ä", numeric=["Größe"])
+    frame, info = load_local_table("decomposed", source, repo)
+    assert list(frame.columns) == ["a", "Größe", "class"] and info["target"] == "Klasse_ä"
+    assert SourceConfig(path="data/local/decomposed.csv", target=target).target == "Klasse_ä"
+
+    (repo / "data" / "local" / "decomposed.csv").write_text(f"Größe,{size},label\n" + body)
+    with pytest.raises(DataError, match="duplicate column names: 'Größe' \\(columns 1, 2\\)"):
+        load_local_table("decomposed", SourceConfig(path="data/local/decomposed.csv", target="label"), repo)
 
 
 def test_a_parquet_column_with_a_blank_name_is_named_as_a_csv_would_name_it(repo):

@@ -14,6 +14,7 @@ import dataclasses
 import difflib
 import math
 import re
+import unicodedata
 from dataclasses import field
 from pathlib import Path
 from typing import Annotated, Any
@@ -61,14 +62,20 @@ def _names(value: Any) -> Any:
             if isinstance(value, list) else []
         hint = f" (quote a name that is a number: '{numbers[0]}')" if numbers else ""
         raise fail(f"must be a list of column names, got {value!r}{hint}")
-    return tuple(c.strip() for c in value)  # as the table's header is read (its names stripped)
+    return tuple(column_name(c) for c in value)
+
+
+def column_name(name: str) -> str:
+    """A column name as a table's header is read: surrounding spaces stripped, in Unicode's
+    composed form (NFC), so that 'Größe' typed here finds a header that macOS wrote decomposed."""
+    return unicodedata.normalize("NFC", name.strip())
 
 
 def _column(value: str | None) -> str | None:
-    """A column name as the table's header is read: surrounding spaces stripped."""
+    """A column name as the table's header is read (``column_name``)."""
     if value is not None and not value.strip():
         raise fail(f"is {value!r}: name the label column")
-    return value.strip() if value is not None else None
+    return column_name(value) if value is not None else None
 
 
 def _one_of(allowed: tuple[str, ...], listed: str = "", null: str = ""):

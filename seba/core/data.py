@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from seba.core import paths
-from seba.core.config import DELIMITERS, csv_delimiter, local_format
+from seba.core.config import DELIMITERS, column_name, csv_delimiter, local_format
 from seba.core.errors import ConfigError, DataError
 from seba.core.runtime import atomic_path, lazy_module, log
 
@@ -715,7 +715,7 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         hint = _csv_hint(path, target, delimiter, key, opened) if kind == "csv" else ""
         raise DataError(f"{where}: cannot be read as {kind}: {first}{hint}") from None
-    frame.columns = [str(c).strip() or f"Unnamed: {i}" for i, c in enumerate(frame.columns)]  # as a CSV's
+    frame.columns = [column_name(str(c)) or f"Unnamed: {i}" for i, c in enumerate(frame.columns)]  # as a CSV's
     _refuse_duplicates(list(frame.columns), where)
     for column in frame.columns:
         if frame[column].dtype == object:
