@@ -1899,6 +1899,31 @@ def test_column_names_written_in_decomposed_unicode_match_params_in_composed_for
         load_local_table("decomposed", SourceConfig(path="data/local/decomposed.csv", target="label"), repo)
 
 
+def test_invisible_characters_at_the_edges_of_cells_and_names_are_stripped_with_a_notice(repo, capsys):
+    """A zero-width space, word joiner or byte-order mark at a cell's start or end (text copied
+    from a web page; files joined with their byte-order marks) is stripped as a space is, with a
+    notice counting the cells: 'red' and 'red' + U+200B were two levels, '12' + U+200B a word in
+    a numeric column, and a joined file's header line, its byte-order mark in its first cell, a
+    data row with a class 'label'. A name with one at an edge finds the target."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    zw, wj, bom = "\u200b", "\u2060", "\ufeff"
+    part = (f"{bom}a,colour,size,label{zw}\n"
+            + "".join(f"{i * 7 % 40},{['red', 'red' + zw, wj + ' blue'][i % 3]},{i % 9}{zw if i % 4 == 0 else ''},"
+                      f"{'xy'[i % 2]}{zw if i % 5 == 0 else ''}\n" for i in range(40)))
+    (repo / "data" / "local" / "joined.csv").write_bytes((part + part).encode("utf-8"))
+    frame, info = load_local_table("joined", SourceConfig(path="data/local/joined.csv", target="label"), repo)
+    err = capsys.readouterr().err
+    assert "data row 41 repeats the header line (files joined with their headers); dropped" in err
+    assert len(frame) == 80 and set(frame["class"].cat.categories) == {"x", "y"}
+    assert set(frame["colour"].cat.categories) == {"red", "blue"} and frame["size"].dtype == "float64"
+    for what, cells in (("column 'colour'", 52), ("column 'size'", 20), ("target column 'label'", 16)):
+        assert f"{what}: {cells} cell(s) with an invisible character at their start or end" in err
+    records = {r["column"]: r for r in info["columns"]}
+    assert records["size"]["kind"] == "numeric" and not records["size"]["warnings"]
+
+
 def test_a_parquet_column_with_a_blank_name_is_named_as_a_csv_would_name_it(repo):
     from seba.core.data import _read_local
 

@@ -65,10 +65,25 @@ def _names(value: Any) -> Any:
     return tuple(column_name(c) for c in value)
 
 
+# invisible characters that text copied from a web page or joined files may carry at a cell's edges:
+# the zero-width space, the word joiner and the byte-order mark (zero-width no-break space)
+INVISIBLE = "\u200b\u2060\ufeff"
+
+
+def bare(value: str) -> str:
+    """``value`` without surrounding spaces and ``INVISIBLE`` characters, in any mix."""
+    while True:
+        stripped = value.strip().strip(INVISIBLE)
+        if stripped == value:
+            return value
+        value = stripped
+
+
 def column_name(name: str) -> str:
-    """A column name as a table's header is read: surrounding spaces stripped, in Unicode's
-    composed form (NFC), so that 'Größe' typed here finds a header that macOS wrote decomposed."""
-    return unicodedata.normalize("NFC", name.strip())
+    """A column name as a table's header is read: without surrounding spaces and invisible
+    characters (``bare``), in Unicode's composed form (NFC), so that 'Größe' typed here finds a
+    header that macOS wrote decomposed."""
+    return bare(unicodedata.normalize("NFC", name))
 
 
 def _column(value: str | None) -> str | None:

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from seba.core import paths
-from seba.core.config import DELIMITERS, column_name, csv_delimiter, local_format
+from seba.core.config import DELIMITERS, INVISIBLE, bare, column_name, csv_delimiter, local_format
 from seba.core.errors import ConfigError, DataError
 from seba.core.runtime import atomic_path, lazy_module, log
 
@@ -700,7 +700,7 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
             if header is not None and len(header) == frame.shape[1]:
                 frame.columns = [h.strip() or f"Unnamed: {i}" for i, h in enumerate(header)]
                 _warn_short_rows(frame, path, delimiter, opened, where, tag)
-                frame = _without_header_rows(frame, [h.strip() for h in header], where, tag)
+                frame = _without_header_rows(frame, [column_name(h) for h in header], where, tag)
         elif kind == "excel":
             frame = _read_excel(path, where, key, sheet, tag)
         elif kind == "arff":
@@ -845,11 +845,11 @@ def _without_header_rows(frame: pd.DataFrame, names: list[str], where: str, tag:
     error naming it."""
     if len(frame) == 0 or len(names) < 2 or len(set(names)) < len(names):  # duplicates: refused next
         return frame
-    first = frame.iloc[:, 0].str.strip()
+    first = frame.iloc[:, 0].str.strip().str.strip(INVISIBLE).str.strip()  # as the names are read (``bare``)
     named = np.flatnonzero(first.isin(set(names)).to_numpy())
     if not len(named):
         return frame
-    rows = frame.iloc[named].apply(lambda column: column.str.strip())
+    rows = frame.iloc[named].apply(lambda column: column.map(column_name))
     same = (rows.to_numpy() == np.array(names, dtype=object)).all(axis=1)
     reordered = ~same & np.array([sorted(r) == sorted(names) for r in rows.itertuples(index=False)])
     if reordered.any():
@@ -969,22 +969,38 @@ def _as_text(series: pd.Series) -> tuple[pd.Series, dict[str, int]]:
     return text.mask(marked), tokens
 
 
-def _composed(text: pd.Series) -> tuple[pd.Series, int]:
-    """``text`` (a "string" Series) with every cell in Unicode's composed form (NFC: 'é' as one
-    character, not 'e' and a combining accent, as macOS and text copied from some PDFs write it),
-    so that one word written either way is one level, and how many cells that changed; an ASCII
-    column (most) is returned as it is after one check."""
+def _composed(text: pd.Series) -> tuple[pd.Series, int, int]:
+    """``text`` (a stripped "string" Series) with every cell in Unicode's composed form (NFC: 'é'
+    as one character, not 'e' and a combining accent, as macOS and text copied from some PDFs
+    write it) and without invisible characters at its edges (``INVISIBLE``; a cell of them only
+    is missing), so that one word written either way is one level; and how many cells each
+    changed. An ASCII column (most) is returned as it is after one check."""
     import pyarrow.compute as pc
 
     array = _arrow_strings(text)
     if array is None or pc.all(pc.string_is_ascii(array)).as_py() is not False:
-        return text, 0
+        return text, 0, 0
     # Python's unicodedata over the distinct cells (Arrow's utf8_normalize decomposes whatever form it is asked for)
-    mapping = {v: unicodedata.normalize("NFC", v) for v in text.dropna().unique()
-               if not v.isascii() and not unicodedata.is_normalized("NFC", v)}
-    if not mapping:
-        return text, 0
-    return text.replace(mapping), int(text.isin(list(mapping)).sum())
+    composed, edged = {}, {}
+    for value in text.dropna().unique():
+        if value.isascii():
+            continue
+        normal = value if unicodedata.is_normalized("NFC", value) else unicodedata.normalize("NFC", value)
+        if normal != value:
+            composed[value] = normal
+        if normal and (normal[0] in INVISIBLE or normal[-1] in INVISIBLE):
+            edged[value] = bare(normal)
+    if not composed and not edged:
+        return text, 0, 0
+    counts = (int(text.isin(list(composed)).sum()) if composed else 0, int(text.isin(list(edged)).sum()) if edged else 0)
+    text = text.replace({**composed, **edged})
+    return text.mask(text == ""), *counts
+
+
+def _invisible_note(what: str, cells: int) -> str:
+    return (f"{what}: {cells} cell(s) with an invisible character at their start or end (a zero-width space, word "
+            f"joiner or byte-order mark, as text copied from a web page or files joined with their byte-order "
+            f"marks carry) read without it")
 
 
 def _utf8(value: bytes) -> bool:
@@ -1217,7 +1233,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
     else:
         try:
             text, tokens = _as_text(series)
-            text, composed = _composed(text)
+            text, composed, invisible = _composed(text)
         except UnicodeDecodeError:  # bytes cells (a parquet binary column) that are not UTF-8
             bad = next(i for i, v in series.items() if isinstance(v, bytes) and not _utf8(v))
             raise DataError(f"{where}: column '{column}' holds binary values that are not UTF-8 text (row {bad}: "
@@ -1226,6 +1242,8 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             record["notices"].append(f"column '{column}': {composed} cell(s) written with decomposed characters (an "
                                      f"accent as a mark of its own, as macOS writes text) read in their composed "
                                      f"form, so that a word written either way is one value")
+        if invisible:
+            record["notices"].append(_invisible_note(f"column '{column}'", invisible))
         if tokens:
             record["converted"].update(tokens)
             record["notices"].append(f"column '{column}': {sum(tokens.values())} cell(s) marked missing "
@@ -1549,10 +1567,12 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
             raise DataError(f"{where}: the target '{source.target}' is listed in '{option}'")
     notes = [header_note] if header_note else []
     target, marks = _as_text(frame[source.target])
-    target, composed = _composed(target)
+    target, composed, invisible = _composed(target)
     if composed:
         notes.append(f"target column '{source.target}': {composed} cell(s) written with decomposed characters read "
                      f"in their composed form, so that a class written either way is one class")
+    if invisible:
+        notes.append(_invisible_note(f"target column '{source.target}'", invisible))
     unlabeled = int(target.isna().sum())
     if unlabeled:
         frame, target = frame[target.notna()], target[target.notna()]
