@@ -706,6 +706,41 @@ def test_an_excel_column_of_formulas_without_stored_values_is_a_named_error(repo
     assert "dropped all-missing column 'blank'" in capsys.readouterr().err
 
 
+def test_merged_cells_of_an_excel_sheet_hold_their_value_in_every_cell(repo, capsys):
+    """A sheet's merged range (a group name over five rows, a value over two columns, the class
+    over two rows) shows its value in each of its cells; openpyxl reads it in the first cell and
+    the others empty, so four rows of five lost their group and a row its class without a word.
+    Each cell of a merged data range now holds the value, with a notice naming the ranges and the
+    cells filled per column; a range in the header row is left as it is."""
+    from openpyxl import Workbook
+
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    book = Workbook()
+    sheet = book.active
+    sheet.append(["group", "x", "y", "note", "label"])
+    for i in range(40):
+        sheet.append([f"G{i // 5}" if i % 5 == 0 else None, i * 0.37 % 3, i * 7 % 9, "n" if i % 3 else "m",
+                      "ab"[i % 2]])
+    for g in range(8):
+        sheet.merge_cells(start_row=2 + 5 * g, start_column=1, end_row=6 + 5 * g, end_column=1)
+    sheet["C4"] = None
+    sheet.merge_cells("B4:C4")  # a value over two columns: y of data row 3 becomes x's value
+    sheet["E11"] = None
+    sheet.merge_cells("E10:E11")  # the class over two rows
+    sheet.merge_cells("D1:D1")  # a range of one cell, in the header row
+    book.save(repo / "data" / "local" / "merged.xlsx")
+
+    frame, info = load_local_table("merged", SourceConfig(path="data/local/merged.xlsx", target="label"), repo)
+    err = capsys.readouterr().err
+    assert ("10 merged range(s) of cells (A2:A6, B4:C4, A7:A11, E10:E11, A12:A16, ...) read as their first cell's "
+            "value in each cell, as the sheet shows them (cells so filled: 'group' 32, 'y' 1, 'label' 1)") in err
+    assert frame["group"].tolist() == [f"G{i // 5}" for i in range(40)]
+    assert frame["y"][2] == frame["x"][2] and frame["y"].dtype == "float64"
+    assert len(frame) == 40 and frame["class"][9] == frame["class"][8] == "a" and info["dropped_rows"] == 0
+
+
 def test_an_excel_file_without_openpyxl_is_a_named_error(repo, monkeypatch, capsys):
     workbook(repo)
     monkeypatch.setitem(sys.modules, "openpyxl", None)  # not installed: `import openpyxl` raises ImportError

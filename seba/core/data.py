@@ -613,10 +613,91 @@ def _excel_sheet(path: Path, where: str, key: str, sheet: str | int | None, tag:
     if len(header) and header.shape[1] == frame.shape[1]:
         frame.columns = [str(h).strip() if pd.notna(h) and str(h).strip() else f"Unnamed: {i}"
                          for i, h in enumerate(header.iloc[0])]
+    frame = _merged_filled(frame, _merged_ranges(path, chosen), where, tag)
     empty = [i for i in range(frame.shape[1]) if frame.iloc[:, i].isna().all()]
     if len(frame) and empty:
         _refuse_formulas_without_values(path, where, chosen, empty, list(frame.columns))
     return frame
+
+
+_SHEET_NS = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main",
+             "r": "http://schemas.openxmlformats.org/officeDocument/2006/relationships"}
+_MERGED = re.compile(rb'<(?:\w+:)?mergeCell\s+ref="([A-Z]+)(\d+):([A-Z]+)(\d+)"')
+
+
+def _merged_ranges(path: Path, sheet: str) -> list[tuple[int, int, int, int]]:
+    """The merged cell ranges of a workbook's sheet as (first row, first column, last row, last
+    column), counted from 1 as Excel counts them: read from the sheet's XML (openpyxl's read-only
+    mode, which pandas uses, does not give them), streamed, as they follow the cells."""
+    import xml.etree.ElementTree as ET
+
+    def column(letters: bytes) -> int:
+        number = 0
+        for letter in letters:
+            number = number * 26 + letter - 64
+        return number
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            book = ET.fromstring(archive.read("xl/workbook.xml"))
+            rid = next(s.get(f"{{{_SHEET_NS['r']}}}id") for s in book.iter(f"{{{_SHEET_NS['m']}}}sheet")
+                       if s.get("name") == sheet)
+            relations = ET.fromstring(archive.read("xl/_rels/workbook.xml.rels"))
+            target = next(r.get("Target") for r in relations if r.get("Id") == rid)
+            part = target.lstrip("/") if target.startswith("/") else f"xl/{target}"
+            found, tail = [], b""
+            with archive.open(part) as fh:
+                while chunk := fh.read(1 << 20):
+                    text = tail + chunk
+                    found += _MERGED.findall(text)
+                    cut = text.rfind(b"<")  # a tag cut at the chunk's end is read with the next chunk
+                    tail = text[cut:] if cut >= 0 and b">" not in text[cut:] else b""
+    except (KeyError, StopIteration, ET.ParseError, zipfile.BadZipFile, OSError):
+        return []
+    return [(int(r1), column(c1), int(r2), column(c2)) for c1, r1, c2, r2 in found]
+
+
+def _merged_filled(frame: pd.DataFrame, ranges: list[tuple[int, int, int, int]], where: str,
+                   tag: str = "fetch") -> pd.DataFrame:
+    """``frame`` (a sheet read with its header in row 1) with each merged range of data cells
+    holding its first cell's value in every cell, as the sheet shows it (openpyxl reads the value
+    in the first cell only and the others empty), and a notice naming the ranges; ranges in the
+    header row are left alone."""
+    fills, shown, counts = [], [], {}
+    for r1, c1, r2, c2 in sorted(ranges):
+        if r1 < 2 or c1 > frame.shape[1] or r1 - 2 >= len(frame):
+            continue
+        value = frame.iat[r1 - 2, c1 - 1]
+        if pd.isna(value):
+            continue
+        rows = np.arange(r1 - 2, min(r2 - 1, len(frame)))
+        for k in range(c1 - 1, min(c2, frame.shape[1])):
+            empty = rows[frame.iloc[rows, k].isna().to_numpy()]
+            if len(empty):
+                fills.append((k, empty, value))
+                counts[frame.columns[k]] = counts.get(frame.columns[k], 0) + len(empty)
+        shown.append(f"{_letters(c1)}{r1}:{_letters(c2)}{r2}")
+    if not fills:
+        return frame
+    frame = frame.copy()
+    for k in {k for k, _, _ in fills}:
+        frame.isetitem(k, frame.iloc[:, k].astype(object))  # any value fits; the types are inferred again below
+    for k, empty, value in fills:
+        frame.iloc[empty, k] = value
+    cells = ", ".join(f"'{name}' {n}" for name, n in counts.items())
+    log(f"[{tag}] {where}: {len(shown)} merged range(s) of cells ({', '.join(shown[:_SHOWN])}"
+        f"{', ...' if len(shown) > _SHOWN else ''}) read as their first cell's value in each cell, as the sheet "
+        f"shows them (cells so filled: {cells})")
+    return frame.infer_objects()
+
+
+def _letters(column: int) -> str:
+    """Excel's letters of a column counted from 1 (28 is 'AB')."""
+    letters = ""
+    while column:
+        column, rest = divmod(column - 1, 26)
+        letters = chr(65 + rest) + letters
+    return letters
 
 
 _FORMULA_ROWS = 10  # the first data rows of an empty column of a sheet looked at for formulas
