@@ -184,7 +184,8 @@ PARAMS_CASES = [
      ["'sources.mine.target' is missing"]),
     ("local table of unknown format", add_dataset("mine", {"path": "data/local/good.xls", "target": "label"}),
      ["'sources.mine.path' must end in .csv or .tsv (compressed or not: .gz, .bz2, .xz, .zip after it), "
-      ".parquet, .xlsx or .arff, got 'data/local/good.xls'"]),
+      ".parquet, .xlsx or .arff, got 'data/local/good.xls' (an Excel 97-2003 workbook: save it as .xlsx (Excel "
+      "Workbook) or CSV)"]),
     ("unknown baseline method", set_key("baselines.methods", ["knn", "knnn"]),
      ["'baselines.methods' has unknown method 'knnn'", "allowed: catboost, d2r2, knn, logreg, meanteacher"]),
     ("unknown baseline hyper-parameter", set_key("baselines.knn", {"neighbours": 3}),

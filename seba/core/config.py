@@ -446,8 +446,17 @@ def _source(name: str, entry: Any) -> SourceConfig:
                           f"repository root, so DVC tracks it), got {path!r}")
     kind = local_format(path)
     if kind is None:
+        ending = Path(path).suffix.lower()
+        hint = {".xls": "an Excel 97-2003 workbook: save it as .xlsx (Excel Workbook) or CSV",
+                ".xlsm": "a workbook with macros: save it as .xlsx (Excel Workbook) or CSV",
+                ".ods": "an OpenDocument spreadsheet: save it as .xlsx or CSV",
+                ".txt": "text: if it holds a table, name it .csv or .tsv as its fields are separated",
+                ".dat": "text: if it holds a table, name it .csv or .tsv as its fields are separated",
+                ".feather": "Arrow's format: write it as parquet (frame.to_parquet)",
+                ".json": "JSON is not read: write the table as CSV or parquet"}.get(ending)
         raise ConfigError(f"params.yaml: '{key}.path' must end in .csv or .tsv (compressed or not: "
-                          f"{', '.join(COMPRESSIONS)} after it), .parquet, .xlsx or .arff, got {path!r}")
+                          f"{', '.join(COMPRESSIONS)} after it), .parquet, .xlsx or .arff, got {path!r}"
+                          + (f" ({hint})" if hint else ""))
     if source.target is None:
         raise ConfigError(f"params.yaml: '{key}.target' is missing: name the label column of {path}")
     both = [c for c in source.numeric if c in source.categorical]
