@@ -261,8 +261,16 @@ def check_raw_table(name: str, frame: pd.DataFrame) -> None:
         raise DataError(f"dataset '{name}': the target has fewer than two classes")
     counts = frame[LABEL].value_counts()
     if counts.min() < 3:
-        raise DataError(f"dataset '{name}': class '{counts.idxmin()}' has {int(counts.min())} row(s); a stratified "
-                        f"train / validation / test split needs at least 3 per class")
+        raise DataError(_too_few_rows(f"dataset '{name}'", counts))
+
+
+def _too_few_rows(where: str, counts: pd.Series) -> str:
+    """The error for classes (``counts``: rows per class) of fewer than 3 rows: the smallest, and
+    how many such classes there are when it is not the only one."""
+    small = int((counts < 3).sum())
+    others = f" ({small} of the {len(counts)} classes have fewer than 3)" if small > 1 else ""
+    return (f"{where}: class '{counts.idxmin()}' has {int(counts.min())} row(s){others}; a stratified train / "
+            f"validation / test split needs at least 3 per class")
 
 
 # --------------------------------------------------------------------------- your own table
@@ -1671,6 +1679,10 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         raise DataError(f"{where}: target column '{source.target}' holds {target.nunique()} distinct numbers in "
                         f"{len(target)} rows, not classes (a continuous target?); few-shot classification needs "
                         f"a class per row: bin the values into classes")
+    if target.nunique() == len(target) and len(target) > 2:
+        raise DataError(f"{where}: target column '{source.target}' has a different value in every one of its "
+                        f"{len(target)} rows (e.g. {target.iloc[0]!r}, {target.iloc[1]!r}), as an id or a name has, "
+                        f"not classes: set '{key}.target' to the label column")
     same = _spellings(target)
     if same["number"]:
         raise DataError(f"{where}: target column '{source.target}' writes a class in several ways "
@@ -2066,10 +2078,8 @@ def check_split_sizes(y: np.ndarray, test_fraction: float, val_fraction: float, 
     n, n_classes = len(y), len(counts)
     where = f"dataset '{dataset}'" if dataset else "the dataset"
     if counts.min() < 3:
-        smallest = present[np.argmin(counts)]
-        name = classes[smallest] if classes is not None else smallest
-        raise DataError(f"{where}: class '{name}' has {int(counts.min())} row(s); a stratified train / "
-                        f"validation / test split needs at least 3 per class")
+        names = [classes[c] if classes is not None else c for c in present]
+        raise DataError(_too_few_rows(where, pd.Series(counts, index=names)))
     n_test = int(np.ceil(test_fraction * n))
     if n_test < n_classes or n - n_test < n_classes:
         raise ConfigError(f"params.yaml: 'split.test_fraction' = {test_fraction} gives {where} a test part of "
