@@ -639,11 +639,7 @@ def _merged_ranges(path: Path, sheet: str) -> list[tuple[int, int, int, int]]:
     mode, which pandas uses, does not give them), streamed, as they follow the cells."""
     import xml.etree.ElementTree as ET
 
-    def column(letters: bytes) -> int:
-        number = 0
-        for letter in letters:
-            number = number * 26 + letter - 64
-        return number
+    from openpyxl.utils import column_index_from_string as column
 
     try:
         with zipfile.ZipFile(path) as archive:
@@ -662,7 +658,7 @@ def _merged_ranges(path: Path, sheet: str) -> list[tuple[int, int, int, int]]:
                     tail = text[cut:] if cut >= 0 and b">" not in text[cut:] else b""
     except (KeyError, StopIteration, ET.ParseError, zipfile.BadZipFile, OSError):
         return []
-    return [(int(r1), column(c1), int(r2), column(c2)) for c1, r1, c2, r2 in found]
+    return [(int(r1), column(c1.decode()), int(r2), column(c2.decode())) for c1, r1, c2, r2 in found]
 
 
 def _merged_filled(frame: pd.DataFrame, ranges: list[tuple[int, int, int, int]], where: str,
@@ -671,6 +667,8 @@ def _merged_filled(frame: pd.DataFrame, ranges: list[tuple[int, int, int, int]],
     holding its first cell's value in every cell, as the sheet shows it (openpyxl reads the value
     in the first cell only and the others empty), and a notice naming the ranges; ranges in the
     header row are left alone."""
+    from openpyxl.utils import get_column_letter
+
     fills, shown, counts = [], [], {}
     for r1, c1, r2, c2 in sorted(ranges):
         if r1 < 2 or c1 > frame.shape[1] or r1 - 2 >= len(frame):
@@ -684,7 +682,7 @@ def _merged_filled(frame: pd.DataFrame, ranges: list[tuple[int, int, int, int]],
             if len(empty):
                 fills.append((k, empty, value))
                 counts[frame.columns[k]] = counts.get(frame.columns[k], 0) + len(empty)
-        shown.append(f"{_letters(c1)}{r1}:{_letters(c2)}{r2}")
+        shown.append(f"{get_column_letter(c1)}{r1}:{get_column_letter(c2)}{r2}")
     if not fills:
         return frame
     frame = frame.copy()
@@ -697,15 +695,6 @@ def _merged_filled(frame: pd.DataFrame, ranges: list[tuple[int, int, int, int]],
         f"{', ...' if len(shown) > _SHOWN else ''}) read as their first cell's value in each cell, as the sheet "
         f"shows them (cells so filled: {cells})")
     return frame.infer_objects()
-
-
-def _letters(column: int) -> str:
-    """Excel's letters of a column counted from 1 (28 is 'AB')."""
-    letters = ""
-    while column:
-        column, rest = divmod(column - 1, 26)
-        letters = chr(65 + rest) + letters
-    return letters
 
 
 _FORMULA_ROWS = 10  # the first data rows of an empty column of a sheet looked at for formulas
