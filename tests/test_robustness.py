@@ -2114,6 +2114,51 @@ def test_csv_rows_short_of_fields_warn_and_repeated_header_lines_are_dropped(rep
     assert "fewer fields" not in err and "repeat" not in err
 
 
+def test_an_excel_sep_line_above_the_column_names_is_read_as_the_delimiter_it_names(repo, capsys):
+    """A CSV whose first line is Excel's 'sep=;' (the separator it is written with) is read as the
+    same table without that line, with a notice; before, the line became the column names (an
+    error saying the names were below a title, or the wrong delimiter hint). A 'sep=' line naming
+    another separator than the source's delimiter is an error naming the setting; one naming a
+    separator the reader does not take says so. A column whose name starts 'sep=' is a column."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    body = "".join(f"{i % 7};{i % 5}.5;{'xy'[i % 2]}\n" for i in range(30))
+    local = repo / "data" / "local"
+    (local / "plain.csv").write_text("a;b;label\n" + body)
+    plain, plain_info = load_local_table("plain", SourceConfig(path="data/local/plain.csv", target="label",
+                                                               delimiter=";"), repo)
+    capsys.readouterr()
+    for name, data in [("excel.csv", ("\ufeffsep=;\r\na;b;label\r\n" + body.replace("\n", "\r\n")).encode()),
+                       ("upper.csv.gz", gzip.compress(("SEP=;\na;b;label\n" + body).encode()))]:
+        (local / name).write_bytes(data)
+        read, info = load_local_table("excel", SourceConfig(path=f"data/local/{name}", target="label",
+                                                            delimiter=";"), repo)
+        err = capsys.readouterr().err
+        assert "the first line, 'sep=;', names the field separator (as Excel writes it)" in err, name
+        pd.testing.assert_frame_equal(read, plain)
+        assert info["columns"] == plain_info["columns"] and info["dropped_rows"] == 0
+    (local / "tabs.tsv").write_text("sep=\t\na\tb\tlabel\n" + body.replace(";", "\t"))
+    read, _ = load_local_table("tabs", SourceConfig(path="data/local/tabs.tsv", target="label"), repo)
+    pd.testing.assert_frame_equal(read, plain)
+    assert "'sep=\\t', names the field separator" in capsys.readouterr().err
+
+    (local / "semi.csv").write_text("sep=;\na;b;label\n" + body)
+    with pytest.raises(DataError, match=r"the first line, 'sep=;', says \(as Excel reads it\) that the fields are "
+                                        r"separated by ';', not ',': set delimiter: ';' in 'sources.semi'"):
+        load_local_table("semi", SourceConfig(path="data/local/semi.csv", target="label"), repo)
+    (local / "tab.csv").write_text("sep=\t\na\tb\tlabel\n" + body.replace(";", "\t"))
+    with pytest.raises(DataError, match=r"'sep=\\t'.* not ',': set delimiter: \"\\t\" in 'sources.tab'"):
+        load_local_table("tab", SourceConfig(path="data/local/tab.csv", target="label"), repo)
+    (local / "colon.csv").write_text("sep=:\na:b:label\n" + body.replace(";", ":"))
+    with pytest.raises(DataError, match=r"separated by ':', which is not a delimiter this reader takes"):
+        load_local_table("colon", SourceConfig(path="data/local/colon.csv", target="label"), repo)
+    (local / "named.csv").write_text("sep=x;b;label\n" + body)
+    read, _ = load_local_table("named", SourceConfig(path="data/local/named.csv", target="label",
+                                                     delimiter=";"), repo)
+    assert list(read.columns) == ["sep=x", "b", "class"] and "field separator" not in capsys.readouterr().err
+
+
 def test_a_second_header_line_of_units_or_long_names_is_dropped_with_a_notice(repo, capsys):
     """A CSV or sheet whose first data rows are a second header (units, longer names) gets them
     dropped with one notice naming them, and is read as the same table without those lines (the

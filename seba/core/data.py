@@ -763,10 +763,11 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
     kind = local_format(path)
     kind = "csv" if kind == "tsv" else kind  # a TSV is a CSV with its own delimiter
     opened = _text_encoding(encoding)
+    skip = _declared_delimiter_line(path, where, key, delimiter, opened, tag) if kind == "csv" else 0
     try:
         if kind == "csv":
             read = dict(sep=delimiter, encoding=opened, dtype=str, keep_default_na=False, na_filter=False,
-                        low_memory=False)
+                        low_memory=False, skiprows=skip)
             frame = _read_csv(path, where, **read)
             if not isinstance(frame.index, pd.RangeIndex):
                 # data rows with one field more than the header: pandas would take the first column
@@ -774,10 +775,11 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
                 frame = _without_trailing_field(frame, path, read, where, _csv_hint(path, target, delimiter, key,
                                                                                      opened), tag)
             with io.TextIOWrapper(_csv_stream(path), encoding=opened, newline="") as fh:  # the header as
-                header = next(csv.reader(fh, delimiter=delimiter), None)  # written (pandas renames 'a', 'a.1')
+                records = csv.reader(fh, delimiter=delimiter)  # written (pandas renames 'a', 'a.1')
+                header = [next(records, None) for _ in range(skip + 1)][-1]
             if header is not None and len(header) == frame.shape[1]:
                 frame.columns = [h.strip() or f"Unnamed: {i}" for i, h in enumerate(header)]
-                _warn_short_rows(frame, path, delimiter, opened, where, tag)
+                _warn_short_rows(frame, path, delimiter, opened, where, tag, skip)
                 frame = _without_header_rows(frame, [column_name(h) for h in header], where, tag)
         elif kind == "excel":
             frame = _read_excel(path, where, key, sheet, tag)
@@ -802,6 +804,38 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
                 raise DataError(f"{where}: column '{column}' holds a list or mapping in each cell; a feature "
                                 f"needs one value per cell: expand it into columns or remove it")
     return frame
+
+
+_SEP_LINE = re.compile(r"sep=(.)(?:\r\n|\n|\r)?", re.IGNORECASE)  # Excel's first line naming the field separator
+
+
+def _declared_delimiter_line(path: Path, where: str, key: str, delimiter: str, opened: str,
+                             tag: str = "fetch") -> int:
+    """1 when a CSV's first line is Excel's ``sep=;`` (the field separator it is written with,
+    which Excel reads and some exports write above the column names), with a notice; 0 when it
+    is not. A line naming another separator than ``delimiter`` is an error naming the setting:
+    read with the wrong one, the line became the column names and every row one field."""
+    try:
+        with io.TextIOWrapper(_csv_stream(path), encoding=opened, newline="") as fh:
+            line = fh.readline(16)
+    except (OSError, EOFError, UnicodeError, DataError, zipfile.BadZipFile, lzma.LZMAError):
+        return 0  # read (and named) with the rest of the file
+    found = _SEP_LINE.fullmatch(line)
+    if not found:
+        return 0
+    declared = found.group(1)
+    line = 'sep=\\t' if declared == '\t' else f'sep={declared}'  # as the messages show it
+    if declared not in DELIMITERS:
+        raise DataError(f"{where}: the first line, '{line}', says (as Excel reads it) that the fields are "
+                        f"separated by {declared!r}, which is not a delimiter this reader takes "
+                        f"({', '.join(repr(c) for c in DELIMITERS)}): save the file with one of them")
+    if declared != delimiter:
+        written = '"\\t"' if declared == "\t" else repr(declared)  # as YAML reads it: a tab only in double quotes
+        raise DataError(f"{where}: the first line, '{line}', says (as Excel reads it) that the fields are "
+                        f"separated by {declared!r}, not {delimiter!r}: set delimiter: {written} in '{key}'")
+    log(f"[{tag}] {where}: the first line, '{line}', names the field separator (as Excel writes it); "
+        f"the column names are read from the line below it")
+    return 1
 
 
 def _not_encoded(path: Path, where: str, key: str, encoding: str, exc: UnicodeError) -> str:
@@ -1001,7 +1035,7 @@ def _without_second_header(frame: pd.DataFrame, source, excel: bool = False) -> 
 
 
 def _warn_short_rows(frame: pd.DataFrame, path: Path, delimiter: str, opened: str, where: str,
-                     tag: str = "fetch") -> None:
+                     tag: str = "fetch", skip: int = 0) -> None:
     """A warning naming a CSV's data rows with fewer fields than the header: pandas reads their
     missing last fields as empty cells, which is right for a row cut short and wrong for one that
     lost a field in the middle (its later values land in the wrong columns). Only a file whose
@@ -1010,7 +1044,8 @@ def _warn_short_rows(frame: pd.DataFrame, path: Path, delimiter: str, opened: st
         return
     with io.TextIOWrapper(_csv_stream(path), encoding=opened, newline="") as fh:
         records = csv.reader(fh, delimiter=delimiter)
-        next(records, None)
+        for _ in range(skip + 1):  # the header, and a 'sep=' line above it
+            next(records, None)
         # pandas skips blank lines and lines of spaces only
         fields = np.array([len(r) for r in records if len(r) > 1 or r and r[0].strip()], dtype=np.int64)
     if len(fields) != len(frame):  # lines that pandas reads otherwise (not aligned): no verdict
