@@ -229,6 +229,8 @@ EDGE_COLUMNS = {  # column -> (its cells, in turn over the rows; whether the who
     "hex": (["0x10", "1", "2", "3"], False), "text": (["a", "b", "c", "d"], False),
     "dates": (["2024-01-01", "2024-01-02", "2024-01-04", "2024-01-03"], False),
     "constant": (["1", "1", "1", "1"], True), "arabic": (["\u0661", "1", "2", "3"], False),
+    "big_ints": (["123456789012345678", "123456789012345679", "5", "6"], False),
+    "big_float": (["1e17", "1", "2", "3"], True),
 }
 
 
@@ -282,6 +284,9 @@ def test_a_csvs_plain_number_columns_read_in_one_pass_match_the_column_rules(tmp
     assert "'07' and '7'" in records["clash"]["warnings"][0]
     assert (records["empty"]["kind"], records["empty"]["missing"]) == ("numeric", 75)
     assert records["all_empty"]["reason"] == "all missing" and records["empty_id"]["kind"] == "numeric"
+    assert records["big_ints"]["merged_integers"] == 2 and "123456789012345678 and 123456789012345679" in \
+        records["big_ints"]["warnings"][0]
+    assert records["big_float"]["kind"] == "numeric" and not records["big_float"]["warnings"]
 
 
 def test_a_table_needs_two_feature_columns():

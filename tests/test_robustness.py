@@ -2114,6 +2114,36 @@ def test_csv_rows_short_of_fields_warn_and_repeated_header_lines_are_dropped(rep
     assert "fewer fields" not in err and "repeat" not in err
 
 
+def test_integers_beyond_float64s_precision_that_become_one_value_warn(repo, capsys):
+    """Integers of 17 digits and more (codes, account numbers) that float64 cannot keep apart
+    (123456789012345678 and ...679 are one value) were read as numbers without a word, four codes
+    becoming one constant column; now a warning names two of them and the setting that keeps them
+    apart, and the schema report counts them (``merged_integers``), from a CSV's text and from a
+    parquet int64 column. Listed in ``categorical``, they stay four levels; integers beyond 2**53
+    that float64 keeps apart, and numbers written with an exponent, are not warned about."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    codes = [123456789012345678 + i % 4 for i in range(40)]
+    frame = pd.DataFrame({"x": [i % 6 for i in range(40)], "code": codes, "label": ["ab"[i % 2] for i in range(40)]})
+    local = repo / "data" / "local"
+    frame.to_csv(local / "codes.csv", index=False)
+    frame.to_parquet(local / "codes.parquet")
+    for path in ("data/local/codes.csv", "data/local/codes.parquet"):
+        read, info = load_local_table("codes", SourceConfig(path=path, target="label"), repo)
+        err = capsys.readouterr().err
+        assert ("WARNING column 'code': 4 distinct integers beyond 2**53 become 1 value(s) read as numbers (float64 "
+                "cannot keep them apart: 123456789012345678 and 123456789012345679): if 'code' holds codes or ids, "
+                "list it in 'sources.codes.categorical'") in err, path
+        assert info["columns"][1]["merged_integers"] == 4 and read["code"].nunique() == 1
+        kept, info = load_local_table("codes", SourceConfig(path=path, target="label", categorical=["code"]), repo)
+        assert sorted(kept["code"].cat.categories) == [str(c) for c in sorted(set(codes))], path
+        assert "2**53" not in capsys.readouterr().err and "merged_integers" not in info["columns"][1]
+    frame.assign(code=[2 ** 60 + 1024 * (i % 4) for i in range(40)]).to_csv(local / "apart.csv", index=False)
+    read, info = load_local_table("apart", SourceConfig(path="data/local/apart.csv", target="label"), repo)
+    assert read["code"].nunique() == 4 and "2**53" not in capsys.readouterr().err
+
+
 def test_an_excel_sep_line_above_the_column_names_is_read_as_the_delimiter_it_names(repo, capsys):
     """A CSV whose first line is Excel's 'sep=;' (the separator it is written with) is read as the
     same table without that line, with a notice; before, the line became the column names (an

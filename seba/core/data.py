@@ -446,6 +446,12 @@ def _plain_number_columns(frame: pd.DataFrame, names: list[str]) -> dict[str, pd
                 except (ValueError, TypeError):
                     pass
         read = {i: v for i, v in read.items() if (np.isfinite(v) | empty[i]).all() and not empty[i].all()}
+        for i, v in list(read.items()):  # integers written beyond 2**53, which float64 may make one, are
+            with np.errstate(invalid="ignore"):  # left to the rules (``_merged_integers``)
+                big = np.flatnonzero(np.abs(v) >= _EXACT)
+            if len(big) and frame[names[i]].iloc[big].astype("string").str.strip().str.fullmatch(
+                    r"[+-]?[0-9]+").fillna(False).any():
+                del read[i]
         if read:
             chosen = list(read)
             dotted = pc.match_substring(pa.chunked_array([texts[i] for i in chosen], type=kind), ".")
@@ -1174,6 +1180,42 @@ def _zero_padded(column: str, numbers: pd.Series, values: pd.Series, key: str, r
             f"list it in '{key}.categorical' to keep them as text")
 
 
+_EXACT = 2 ** 53  # float64 holds every integer up to this exactly, and not every one beyond it
+
+
+def _merged_integers(column: str, written: pd.Series, values: pd.Series, key: str, record: dict) -> None:
+    """A warning for a column of integers beyond 2**53 (codes, account numbers, ids of 17 digits
+    and more) that float64, the type a numeric column is read as, makes one value
+    (123456789012345678 and 123456789012345679 are both 1.2345678901234568e+17), naming two
+    of them and the ``categorical`` setting that keeps them apart, and their count in ``record``
+    (``merged_integers``: the distinct integers that share a value with another). ``written``:
+    the cells (text, or an integer column as the file stores it); a column within 2**53 costs
+    one comparison."""
+    numbers = values.to_numpy(dtype="float64", na_value=np.nan)
+    with np.errstate(invalid="ignore"):
+        big = np.abs(numbers) >= _EXACT
+    if not big.any():
+        return
+    cells, read = written[big], numbers[big]
+    if pd.api.types.is_integer_dtype(cells.dtype):
+        plain = np.ones(len(cells), dtype=bool)
+        exact = [int(v) for v in cells.to_numpy()]
+    else:  # integers written plainly; other spellings (1.2e17) hold no more digits than float64 keeps
+        text = cells.astype("string").str.strip()
+        plain = text.str.fullmatch(r"[+-]?[0-9]+").fillna(False).to_numpy(dtype=bool)
+        exact = [int(t) for t in text.to_numpy()[plain]]
+    pairs = pd.DataFrame({"value": read[plain], "integer": pd.Series(exact, dtype=object)}).drop_duplicates()
+    merged = [sorted(g) for _, g in pairs.groupby("value", sort=True)["integer"] if len(g) > 1]
+    if not merged:
+        return
+    record["merged_integers"] = int(sum(len(g) for g in merged))
+    shown = "; ".join(" and ".join(str(i) for i in g[:2]) for g in merged[:3])
+    record["warnings"].append(
+        f"column '{column}': {record['merged_integers']} distinct integers beyond 2**53 become {len(merged)} value(s) "
+        f"read as numbers (float64 cannot keep them apart: {shown}): if '{column}' holds codes or ids, list it "
+        f"in '{key}.categorical' to keep them apart")
+
+
 def _mostly(written: pd.Series, pattern: str) -> bool:
     """Whether ``NUMERIC_SHARE`` of the cells of ``written`` (no missing ones) match ``pattern``
     whole: a vectorised test before the slower extraction of its groups."""
@@ -1343,6 +1385,8 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
     elif read_as == "numbers" and forced != "categorical":
         values = series.astype("float64")
         kind = "numeric"
+        if forced is None and pd.api.types.is_integer_dtype(series.dtype):
+            _merged_integers(column, series, values, key, record)
     else:
         try:
             text, tokens = _as_text(series)
@@ -1413,6 +1457,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                                                  f"read as negative ({values[first]:g})")
                 if forced is None and not counted:  # '05:30' and '05/01/2020' are times, not codes
                     _zero_padded(column, numbers, values, key, record)
+                    _merged_integers(column, numbers, values, key, record)
                 grouped = _grouped_like(numbers, source.decimal) if source.thousands is None else None
                 if grouped:
                     record["warnings"].append(
@@ -2022,7 +2067,7 @@ def schema_report(name: str, frame: pd.DataFrame, table: EncodedTable, notes: di
     for record in records:
         column = record.get("renamed", record["column"])
         entry = {"column": column, **{k: record[k] for k in ("read_as", "forced", "unit", "negatives", "time_as",
-                                                             "leading_zeros") if record.get(k)}}
+                                                             "leading_zeros", "merged_integers") if record.get(k)}}
         lines = list(record.get("warnings", []))
         note = notes.get(column, {})
         if column in groups:
