@@ -2008,6 +2008,36 @@ def test_a_unit_is_taken_off_numbers_only_where_one_unit_makes_the_column_numeri
     np.testing.assert_array_equal(read["coded"].dropna().to_numpy(), values[np.arange(200) % 4 != 0])
 
 
+def test_numbers_in_two_units_or_on_two_scales_warn(repo, capsys):
+    """A column of numbers written with two currencies ('$1.50', '€0.50') was read as categorical
+    text, its numbers levels, without a word; a percent column with fractions among its cells
+    ('20%' beside '0.2') was read on two scales with only the notice that '%' was taken off. Both
+    now warn (a loss of information), naming the units or an example of each scale. A column of
+    one currency, and a percent column whose other cells are zeros ('0'), do not warn."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    n = 40
+    frame = pd.DataFrame({
+        "price": [f"{'$' if i % 2 else '€'}{i % 7}.50" for i in range(n)],
+        "share": [f"{i % 7 * 10}%" if i % 2 else f"{i % 7 / 10:g}" for i in range(n)],
+        "dollars": [f"${i % 7}.50" for i in range(n)],
+        "rate": [f"{i % 7 * 10}%" if i % 2 else "0" for i in range(n)],
+        "label": ["ab"[i % 2] for i in range(n)]})
+    frame.to_csv(repo / "data" / "local" / "scales.csv", index=False)
+    read, info = load_local_table("scales", SourceConfig(path="data/local/scales.csv", target="label"), repo)
+    err = capsys.readouterr().err
+    records = {r["column"]: r for r in info["columns"]}
+    assert records["price"]["kind"] == "categorical"
+    assert ("WARNING column 'price' holds numbers written with several units ('$' x20, '€' x20; e.g. '$1.50', "
+            "'€0.50'), read as categorical text (its numbers are levels)") in err
+    assert records["share"]["kind"] == "numeric" and records["share"]["unit"] == "%"
+    assert ("WARNING column 'share': 20 number(s) written with '%' (e.g. '10%', read as 10) and 17 without (e.g. "
+            "'0.2', read as 0.2): if those are fractions (0.2 for 20%), the column holds two scales") in err
+    assert not records["dollars"]["warnings"] and records["dollars"]["unit"] == "$"
+    assert not records["rate"]["warnings"] and records["rate"]["unit"] == "%"
+
+
 def test_dates_and_times_are_kept_where_an_id_would_be_dropped(repo):
     """A table sorted by its date, one row per day (0, 1, 2, ... days: a row id's integers), keeps
     the date as a feature, with a notice, as it keeps a pandas index of dates written with the
