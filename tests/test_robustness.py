@@ -2353,6 +2353,45 @@ def test_a_header_less_column_of_measurements_is_kept_where_an_index_would_be_dr
     assert (records["Unnamed: 1"]["kind"], records["Unnamed: 1"]["reason"]) == ("dropped", "row index")
 
 
+def test_a_no_break_space_between_words_is_a_space_and_other_spacing_is_reported(repo, capsys):
+    """'New York' written with a no-break space (as word processors and web pages join words) and
+    with ' ' were two levels of a feature, and 'high risk' two classes of the target, without a
+    word; a header name with one did not match the name typed in params.yaml. They are now read
+    with ' ' (a notice counting the cells), and a numeric column whose digit groups a no-break
+    space separates gets no such notice. Levels that differ in their runs of spaces ('New  York')
+    stay different levels with a notice (the target: a warning), as levels in other cases do."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    nb = "\u00a0"
+    rows = "".join(f"{i % 7},{('New York', f'New{nb}York', 'Boston')[i % 3]},{i % 4 + 1}{nb}{i % 10}00,"
+                   f"{('high risk', f'high{nb}risk', 'low')[i % 3]}\n" for i in range(1, 31))
+    (repo / "data" / "local" / "spaces.csv").write_text(f"a,home{nb}city,amount,label\n" + rows, encoding="utf-8")
+    source = SourceConfig(path="data/local/spaces.csv", target="label", categorical=["home city"], thousands=" ")
+    read, info = load_local_table("spaces", source, repo)
+    assert list(read.columns) == ["a", "home city", "amount", "class"]
+    assert list(read["home city"].cat.categories) == ["Boston", "New York"]
+    assert list(read["class"].cat.categories) == ["high risk", "low"] and read["amount"].iloc[0] == 2100
+    records = {r["column"]: r for r in info["columns"]}
+    assert records["home city"]["notices"] == [
+        "column 'home city': 10 cell(s) with a no-break or other Unicode space (which looks like ' ') read with ' ' "
+        "in its place, so that words written with either are one value"]
+    assert not records["amount"]["notices"] and records["amount"]["kind"] == "numeric"
+    assert any(n.startswith("target column 'label': 10 cell(s) with a no-break") for n in info["notes"])
+    capsys.readouterr()
+
+    rows = "".join(f"{i % 7},{('New York', 'New  York', 'Boston')[i % 3]},{('high risk', 'high  risk', 'low')[i % 3]}\n"
+                   for i in range(30))
+    (repo / "data" / "local" / "runs.csv").write_text("a,city,label\n" + rows)
+    read, info = load_local_table("runs", SourceConfig(path="data/local/runs.csv", target="label"), repo)
+    assert read["city"].nunique() == 3 and read["class"].nunique() == 3
+    records = {r["column"]: r for r in info["columns"]}
+    assert "column 'city': levels that are the same words with other spacing ('New  York' x10 / 'New York' x10) " \
+           "stay different levels" in records["city"]["notices"]
+    assert "WARNING target column 'label': classes that differ only in spacing ('high  risk' x10 / 'high risk' x10) " \
+           "are different classes" in info["notes"]
+
+
 def test_text_written_in_decomposed_unicode_is_one_level_with_its_composed_form(repo):
     """'Zürich' with a combining diaeresis (as macOS writes text) and with the composed 'ü' are one
     level of a feature, and 'café' written either way one class of the target, each with a notice

@@ -68,6 +68,9 @@ def _names(value: Any) -> Any:
 # invisible characters that text copied from a web page or joined files may carry at a cell's edges:
 # the zero-width space, the word joiner and the byte-order mark (zero-width no-break space)
 INVISIBLE = "\u200b\u2060\ufeff"
+# Unicode's spaces other than ' ' (no-break, narrow no-break, thin, ideographic, ...), which look
+# like one: a header name or cell is read with ' ' in their place
+SPACES = {c: " " for c in (0x00A0, 0x1680, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000)}
 
 
 def bare(value: str) -> str:
@@ -82,8 +85,9 @@ def bare(value: str) -> str:
 def column_name(name: str) -> str:
     """A column name as a table's header is read: without surrounding spaces and invisible
     characters (``bare``), in Unicode's composed form (NFC), so that 'Größe' typed here finds a
-    header that macOS wrote decomposed."""
-    return bare(unicodedata.normalize("NFC", name))
+    header that macOS wrote decomposed, and with ' ' for Unicode's other spaces (``SPACES``), so
+    that 'body mass' finds a header written with a no-break space."""
+    return bare(unicodedata.normalize("NFC", name).translate(SPACES))
 
 
 def _column(value: str | None) -> str | None:

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from seba.core import paths
-from seba.core.config import DELIMITERS, INVISIBLE, bare, column_name, csv_delimiter, local_format
+from seba.core.config import DELIMITERS, INVISIBLE, SPACES, bare, column_name, csv_delimiter, local_format
 from seba.core.errors import ConfigError, DataError
 from seba.core.runtime import atomic_path, lazy_module, log
 
@@ -1088,32 +1088,45 @@ def _as_text(series: pd.Series) -> tuple[pd.Series, dict[str, int]]:
     return text.mask(marked), tokens
 
 
-def _composed(text: pd.Series) -> tuple[pd.Series, int, int]:
+def _composed(text: pd.Series) -> tuple[pd.Series, int, int, int]:
     """``text`` (a stripped "string" Series) with every cell in Unicode's composed form (NFC: 'é'
     as one character, not 'e' and a combining accent, as macOS and text copied from some PDFs
-    write it) and without invisible characters at its edges (``INVISIBLE``; a cell of them only
-    is missing), so that one word written either way is one level; and how many cells each
-    changed. An ASCII column (most) is returned as it is after one check."""
+    write it), with ' ' for Unicode's other spaces (``SPACES``: a no-break space, as word
+    processors and web pages put between words, looks like ' ') and without invisible characters
+    at its edges (``INVISIBLE``; a cell of them only is missing), so that one word written either
+    way is one level; and how many cells each of the three changed. An ASCII column (most) is
+    returned as it is after one check."""
     import pyarrow.compute as pc
 
     array = _arrow_strings(text)
     if array is None or pc.all(pc.string_is_ascii(array)).as_py() is not False:
-        return text, 0, 0
+        return text, 0, 0, 0
     # Python's unicodedata over the distinct cells (Arrow's utf8_normalize decomposes whatever form it is asked for)
-    composed, edged = {}, {}
+    read, composed, spaced, edged = {}, [], [], []
     for value in text.dropna().unique():
         if value.isascii():
             continue
         normal = value if unicodedata.is_normalized("NFC", value) else unicodedata.normalize("NFC", value)
         if normal != value:
-            composed[value] = normal
-        if normal and (normal[0] in INVISIBLE or normal[-1] in INVISIBLE):
-            edged[value] = bare(normal)
-    if not composed and not edged:
-        return text, 0, 0
-    counts = (int(text.isin(list(composed)).sum()) if composed else 0, int(text.isin(list(edged)).sum()) if edged else 0)
-    text = text.replace({**composed, **edged})
+            composed.append(value)
+        plain = normal.translate(SPACES)
+        if plain != normal:
+            spaced.append(value)
+        final = bare(plain)
+        if final != plain:
+            edged.append(value)
+        if final != value:
+            read[value] = final
+    if not read:
+        return text, 0, 0, 0
+    counts = [int(text.isin(values).sum()) if values else 0 for values in (composed, spaced, edged)]
+    text = text.replace(read)
     return text.mask(text == ""), *counts
+
+
+def _spaces_note(what: str, cells: int) -> str:
+    return (f"{what}: {cells} cell(s) with a no-break or other Unicode space (which looks like ' ') read with ' ' in "
+            f"its place, so that words written with either are one value")
 
 
 def _invisible_note(what: str, cells: int) -> str:
@@ -1417,7 +1430,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
     else:
         try:
             text, tokens = _as_text(series)
-            text, composed, invisible = _composed(text)
+            text, composed, spaced, invisible = _composed(text)
         except UnicodeDecodeError:  # bytes cells (a parquet binary column) that are not UTF-8
             bad = next(i for i, v in series.items() if isinstance(v, bytes) and not _utf8(v))
             raise DataError(f"{where}: column '{column}' holds binary values that are not UTF-8 text (row {bad}: "
@@ -1526,6 +1539,8 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                             f"numbers (the rest become missing)")
         if kind == "categorical":
             values = text
+            if spaced:  # not for numbers, whose digit groups a no-break space separates ('1 234,5')
+                record["notices"].append(_spaces_note(f"column '{column}'", spaced))
             if forced is None and read_as == "text":
                 hint = _text_hint(column, text.dropna(), key, source.date_order)
                 if hint:
@@ -1575,7 +1590,8 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
     if kind == "numeric":
         return record, values
     same = _spellings(values)
-    for kind_of, what in (("number", "the same number"), ("case", "the same word in other cases")):
+    for kind_of, what in (("number", "the same number"), ("case", "the same word in other cases"),
+                          ("spacing", "the same words with other spacing")):
         if same[kind_of]:
             record["notices"].append(f"column '{column}': levels that are {what} ({_spelled(same[kind_of], values)}) "
                                      f"stay different levels")
@@ -1603,11 +1619,14 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
 
 def _spellings(text: pd.Series) -> dict[str, list[list[str]]]:
     """Distinct cells of ``text`` that are one value written in several ways: the same number
-    ('1', '1.0', '01') or the same word in other cases ('Yes', 'yes'); each a list of groups."""
+    ('1', '1.0', '01'), the same word in other cases ('Yes', 'yes') or the same words with other
+    spacing ('New York', 'New  York'); each a list of groups."""
     levels = pd.Series(text.dropna().unique(), dtype="string")
     numbers = parse_numbers(levels)
-    found: dict[str, list[list[str]]] = {"number": [], "case": []}
-    for kind, keys in (("number", numbers), ("case", levels.str.lower().where(numbers.isna()))):
+    found: dict[str, list[list[str]]] = {"number": [], "case": [], "spacing": []}
+    words = levels.where(numbers.isna())
+    for kind, keys in (("number", numbers), ("case", words.str.lower()),
+                       ("spacing", words.str.replace(r"\s+", " ", regex=True))):
         groups = levels[keys.notna()].groupby(keys[keys.notna()]).agg(list)
         found[kind] = [sorted(map(str, g)) for g in groups if len(g) > 1]
     return found
@@ -1767,10 +1786,12 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
             raise DataError(f"{where}: the target '{source.target}' is listed in '{option}'")
     notes = [header_note] if header_note else []
     target, marks = _as_text(frame[source.target])
-    target, composed, invisible = _composed(target)
+    target, composed, spaced, invisible = _composed(target)
     if composed:
         notes.append(f"target column '{source.target}': {composed} cell(s) written with decomposed characters read "
                      f"in their composed form, so that a class written either way is one class")
+    if spaced:
+        notes.append(_spaces_note(f"target column '{source.target}'", spaced))
     if invisible:
         notes.append(_invisible_note(f"target column '{source.target}'", invisible))
     unlabeled = int(target.isna().sum())
@@ -1799,9 +1820,10 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         raise DataError(f"{where}: target column '{source.target}' writes a class in several ways "
                         f"({_spelled(same['number'], target)}), which would make them different classes; "
                         f"write each class one way in the file")
-    if same["case"]:
-        notes.append(f"WARNING target column '{source.target}': classes that differ only in case "
-                     f"({_spelled(same['case'], target)}) are different classes")
+    for kind_of in ("case", "spacing"):
+        if same[kind_of]:
+            notes.append(f"WARNING target column '{source.target}': classes that differ only in {kind_of} "
+                         f"({_spelled(same[kind_of], target)}) are different classes")
     records, out = [], {}
     plain = {}
     if local_format(path) in ("csv", "tsv") and source.thousands is None and source.decimal == ".":
