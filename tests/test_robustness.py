@@ -2392,6 +2392,39 @@ def test_a_no_break_space_between_words_is_a_space_and_other_spacing_is_reported
            "are different classes" in info["notes"]
 
 
+def test_numbers_written_in_the_digits_of_other_scripts_are_numbers(repo, capsys):
+    """A column of numbers written in Arabic-Indic ('١٢٫٥', with the Arabic decimal separator),
+    Persian ('۱۲') or full-width digits ('１２．５', as CJK input writes them) was read as
+    categorical text, its numbers levels, without a word; such cells are numbers now, with a
+    notice counting them. Text with such digits in words stays text as written, and a target
+    writing a class both ways ('1', '١') is the named error for one class written two ways."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    to = {"arabic": str.maketrans("0123456789.", "٠١٢٣٤٥٦٧٨٩٫"), "persian": str.maketrans("0123456789", "۰۱۲۳۴۵۶۷۸۹"),
+          "wide": str.maketrans("0123456789.-", "０１２３４５６７８９．－")}
+    numbers = [f"{(i * 7) % 23 - 5}.{i % 10}" for i in range(40)]
+    frame = pd.DataFrame({name: [n.translate(table) for n in numbers] for name, table in to.items()})
+    frame["room"] = [f"غرفة {str(i % 3).translate(to['arabic'])}" for i in range(40)]
+    frame["label"] = ["ab"[i % 2] for i in range(40)]
+    frame.to_csv(repo / "data" / "local" / "scripts.csv", index=False, encoding="utf-8")
+    read, info = load_local_table("scripts", SourceConfig(path="data/local/scripts.csv", target="label"), repo)
+    expected = np.array([float(n) for n in numbers])
+    records = {r["column"]: r for r in info["columns"]}
+    for name in ("arabic", "wide"):
+        assert records[name]["kind"] == "numeric", records[name]
+        np.testing.assert_array_equal(read[name].to_numpy(), expected)
+        assert records[name]["notices"][0].startswith(f"column '{name}': 40 number(s) written in the digits of "
+                                                      f"another script than ASCII's (e.g. '")
+    np.testing.assert_array_equal(read["persian"].to_numpy(), expected)  # '.' between Persian digits
+    assert records["room"]["kind"] == "categorical" and read["room"].iloc[1] == frame["room"].iloc[1]
+
+    frame.assign(label=[("1", "١", "2")[i % 3] for i in range(40)]).to_csv(repo / "data" / "local" / "classes.csv",
+                                                                           index=False, encoding="utf-8")
+    with pytest.raises(DataError, match=r"target column 'label' writes a class in several ways"):
+        load_local_table("classes", SourceConfig(path="data/local/classes.csv", target="label"), repo)
+
+
 def test_text_written_in_decomposed_unicode_is_one_level_with_its_composed_form(repo):
     """'Zürich' with a combining diaeresis (as macOS writes text) and with the composed 'ü' are one
     level of a feature, and 'café' written either way one class of the target, each with a notice

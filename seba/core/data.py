@@ -13,6 +13,7 @@ import bz2
 import codecs
 import contextlib
 import csv
+import functools
 import gzip
 import hashlib
 import io
@@ -313,16 +314,33 @@ def _separator(thousands: str | None) -> str | None:
     return f"[{_SPACES}]" if thousands == " " else re.escape(thousands)
 
 
+@functools.cache
+def _ascii_digits(decimal: str) -> dict[int, str]:
+    """``str.translate``'s table from the decimal digits of every script Unicode has (Arabic-Indic
+    '١٢', Persian '۱۲', Devanagari '१२', full-width '１２', ...) to '0'-'9', the full-width '．',
+    '，', '－', '＋' to their ASCII forms and the Arabic decimal separator '٫' to ``decimal``: built
+    once, when a column of numbers is not ASCII (22 ms)."""
+    table = {c: str(unicodedata.decimal(chr(c))) for c in range(0x80, 0x30000)
+             if unicodedata.category(chr(c)) == "Nd"}
+    return {**table, 0xFF0E: ".", 0xFF0C: ",", 0xFF0D: "-", 0xFF0B: "+", 0x066B: decimal}
+
+
+_OTHER_DIGIT = r"(?![0-9])\d"  # a decimal digit of another script than ASCII's
+
+
 def parse_numbers(text: pd.Series, thousands: str | None = None, decimal: str = ".") -> pd.Series:
     """float64 values of the cells of ``text`` (stripped strings, "string" dtype) written as numbers
     with the given thousands separator (digit groups of three, optional) and decimal mark;
     ``inf`` / ``infinity`` in any case and sign are infinite; NaN for every other cell. The minus
-    sign U+2212, as typeset text writes it ('−5'), is a minus."""
+    sign U+2212, as typeset text writes it ('−5'), is a minus; digits of other scripts
+    ('١٢٫٥', '１２．５') are their digits (``_ascii_digits``)."""
     if thousands is None and decimal == ".":
         values = _plain_floats(text)
         if values is not None:
             return values
     text = text.str.replace("\u2212", "-", regex=False)
+    if not _ascii(text) and text.str.contains(_OTHER_DIGIT, regex=True).any():
+        text = text.str.translate(_ascii_digits(decimal))
     separator = _separator(thousands)
     digits = r"\d+" if thousands is None else rf"[1-9]\d{{0,2}}(?:{separator}\d{{3}})+|\d+"
     mark = re.escape(decimal)
@@ -357,6 +375,14 @@ def _plain_floats(text: pd.Series) -> pd.Series | None:
     if not np.isfinite(values).all():
         return None
     return pd.Series(values, index=text.index, dtype="float64")
+
+
+def _ascii(text: pd.Series) -> bool:
+    """Whether every cell of ``text`` (strings) is ASCII: one Arrow pass (False when it cannot tell)."""
+    import pyarrow.compute as pc
+
+    array = _arrow_strings(text)
+    return array is not None and pc.all(pc.string_is_ascii(array)).as_py() is not False
 
 
 def _arrow_strings(series: pd.Series):
@@ -1498,6 +1524,14 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                                 f"(e.g. '{text[other]}', read as {values[other]:g}): if those are fractions "
                                 f"({values[other]:g} for {100 * values[other]:g}%), the column holds two scales; "
                                 f"write every cell one way in the file")
+                if not _ascii(text):
+                    scripts = (present & values.notna() & text.str.contains(_OTHER_DIGIT, regex=True)
+                               ).fillna(False).astype(bool)
+                    if scripts.any():
+                        first = scripts.idxmax()
+                        record["notices"].append(f"column '{column}': {int(scripts.sum())} number(s) written in "
+                                                 f"the digits of another script than ASCII's (e.g. '{text[first]}'), "
+                                                 f"read as their digits ({values[first]:g})")
                 if negated is not None:
                     wrapped = (present & values.notna() & (negated != text)).fillna(False).astype(bool)
                     if wrapped.any():
