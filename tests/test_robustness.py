@@ -2219,6 +2219,42 @@ def test_an_excel_sep_line_above_the_column_names_is_read_as_the_delimiter_it_na
     assert list(read.columns) == ["sep=x", "b", "class"] and "field separator" not in capsys.readouterr().err
 
 
+def test_a_group_header_above_the_column_names_gives_its_columns_their_names(repo, capsys):
+    """A header of groups ('Measurements' over two columns, merged in a sheet, blank beside it in
+    a CSV) above a row of the columns' names: the second row was dropped as a second header and
+    its names with it, the columns called 'Measurements' and 'Unnamed: 2'. They are now
+    'Measurements height' and 'Measurements weight' (a notice gives each renaming), a blank
+    header cell alone takes the name below it, and names in the header with units below them
+    keep their names."""
+    import openpyxl
+
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    body = [[i % 5, 150 + i % 9, 50 + i % 7, "ab"[i % 2]] for i in range(40)]
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append(["site", "Measurements", None, "label"])
+    sheet.merge_cells("B1:C1")
+    sheet.append([None, "height", "weight", None])
+    for row in body:
+        sheet.append(row)
+    book.save(repo / "data" / "local" / "groups.xlsx")
+    lines = "".join(",".join(map(str, row)) + "\n" for row in body)
+    (repo / "data" / "local" / "groups.csv").write_text("site,Measurements,,label\n,height,weight,\n" + lines)
+    for path in ("data/local/groups.xlsx", "data/local/groups.csv"):
+        read, info = load_local_table("groups", SourceConfig(path=path, target="label",
+                                                             numeric=["Measurements weight"]), repo)
+        assert list(read.columns) == ["site", "Measurements height", "Measurements weight", "class"], path
+        assert "column names completed from it: 'Measurements' -> 'Measurements height', 'Unnamed: 2' -> " \
+               "'Measurements weight'" in info["notes"][0], path
+        assert read["Measurements weight"].tolist() == [float(r[2]) for r in body]
+    (repo / "data" / "local" / "blank.csv").write_text("site,,weight,label\n,height,kg,\n" + lines)
+    read, _ = load_local_table("blank", SourceConfig(path="data/local/blank.csv", target="label"), repo)
+    assert list(read.columns) == ["site", "height", "weight", "class"]
+    capsys.readouterr()
+
+
 def test_a_second_header_line_of_units_or_long_names_is_dropped_with_a_notice(repo, capsys):
     """A CSV or sheet whose first data rows are a second header (units, longer names) gets them
     dropped with one notice naming them, and is read as the same table without those lines (the

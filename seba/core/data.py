@@ -1063,7 +1063,52 @@ def _without_second_header(frame: pd.DataFrame, source, excel: bool = False) -> 
             f"data rows 1-{leading} are more header lines, dropped: "
             + "; ".join(f"row {i + 1}: {part}" for i, part in enumerate(shown)))
     rest = frame.iloc[leading:].reset_index(drop=True)
+    renamed = _names_from_header_rows(frame, leading, source.target)
+    if renamed:
+        rest = rest.rename(columns=renamed)
+        note += ("; column names completed from it: "
+                 + ", ".join(f"{old!r} -> {new!r}" for old, new in renamed.items()))
     return (rest.infer_objects() if excel else rest), note
+
+
+_UNNAMED = re.compile(r"Unnamed: \d+")  # a blank header cell, as the reader names it
+
+
+def _names_from_header_rows(frame: pd.DataFrame, rows: int, target: str) -> dict[str, str]:
+    """New names for columns whose header cell is blank, from the ``rows`` header lines below
+    the header (``_without_second_header``), where those name them: a group header ('Measurements'
+    above 'height' and, in the blank or merged cell beside it, above 'weight') names each of its
+    columns '<group> <name>' ('Measurements height', 'Measurements weight'); a blank header cell
+    alone takes the name below it. Columns named in the header otherwise keep their names (units
+    below names: 'age' above 'years' stays 'age'); a name already taken is not given."""
+    columns = list(frame.columns)
+    words = []
+    for k, column in enumerate(columns):
+        cells = [str(v).strip() for v in frame.iloc[:rows, k] if pd.notna(v) and str(v).strip()]
+        words.append(" ".join(cells) if column != target else "")
+    blank = [bool(_UNNAMED.fullmatch(str(c))) for c in columns]
+    new: dict[int, str] = {}
+    k = 0
+    while k < len(columns):
+        end = k + 1
+        while end < len(columns) and blank[end] and words[end]:
+            end += 1
+        if not blank[k] and end > k + 1 and words[k]:  # a group header above its columns' names
+            for j in range(k, end):
+                new[j] = f"{columns[k]} {words[j]}"
+            k = end
+            continue
+        if blank[k] and words[k]:
+            new[k] = words[k]
+        k += 1
+    taken = {str(c) for j, c in enumerate(columns) if j not in new}
+    renamed = {}
+    for j, name in new.items():
+        name = column_name(name)
+        if name and name not in taken:
+            renamed[columns[j]] = name
+            taken.add(name)
+    return renamed
 
 
 def _warn_short_rows(frame: pd.DataFrame, path: Path, delimiter: str, opened: str, where: str,
