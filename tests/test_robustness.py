@@ -593,6 +593,34 @@ def test_an_empty_excel_sheet_is_a_named_error(repo, monkeypatch, capsys):
                                 "'sources.mine.sheet' to read another)"], monkeypatch, capsys)
 
 
+def test_a_workbook_whose_first_sheet_is_notes_names_the_sheet_with_the_target(repo):
+    """A workbook whose first sheet is notes and whose table is on another: the error for the
+    target not found names the sheet that has it (and the rows above it there), with the setting
+    to write; with that set, the table is read."""
+    import openpyxl
+
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    book = openpyxl.Workbook()
+    book.active.title = "README"
+    book.active.append(["This workbook holds the survey."])
+    data = book.create_sheet("survey")
+    data.append(["Survey 2020"])
+    data.append(["x", "y", "label"])
+    for i in range(30):
+        data.append([i % 5, i % 7, "ab"[i % 2]])
+    book.save(repo / "data" / "local" / "notes.xlsx")
+    with pytest.raises(DataError, match=r"target column 'label' not found \(the sheet 'survey' has it, on row 2: "
+                                        r"set sheet: 'survey' in 'sources.notes', and delete the 1 row\(s\) above it\)"):
+        load_local_table("notes", SourceConfig(path="data/local/notes.xlsx", target="label"), repo)
+    data.delete_rows(1)
+    book.save(repo / "data" / "local" / "notes.xlsx")
+    read, _ = load_local_table("notes", SourceConfig(path="data/local/notes.xlsx", target="label", sheet="survey"),
+                               repo)
+    assert read.shape == (30, 3)
+
+
 def test_an_excel_sheet_with_a_title_above_its_column_names_says_where_they_are(repo, monkeypatch, capsys):
     rows = [["Measurements 2024", None, None], [None, None, None], ["a", "b", "label"]]
     rows += [[i % 7, i % 5, "xy"[i % 2]] for i in range(30)]

@@ -975,6 +975,27 @@ def _names_below(path: Path, target: str, delimiter: str = ",", opened: str = "u
             f"{above} above them")
 
 
+def _sheet_with(path: Path, target: str, sheet: str | int | None, key: str) -> str:
+    """Which other sheet of a workbook has a cell that is the target's name in its first 30 rows
+    (a workbook whose first sheet is notes or a summary), as the text that says which ``sheet``
+    to set; '' when none has."""
+    try:
+        with pd.ExcelFile(path, engine="openpyxl") as book:
+            names = [str(n) for n in book.sheet_names]
+            read = names[0] if sheet is None else names[sheet] if isinstance(sheet, int) else sheet
+            for name in names:
+                if name == read:
+                    continue
+                top = pd.read_excel(book, sheet_name=name, header=None, nrows=30)
+                for row, cells in enumerate(top.itertuples(index=False)):
+                    if target.strip() in [str(c).strip() for c in cells if pd.notna(c)]:
+                        return (f"the sheet '{name}' has it, on row {row + 1}: set sheet: '{name}' in '{key}'"
+                                + ("" if row == 0 else f", and delete the {row} row(s) above it"))
+    except (ValueError, OSError, KeyError, IndexError, zipfile.BadZipFile):
+        return ""
+    return ""
+
+
 def _csv_hint(path: Path, target: str | None, delimiter: str, key: str, opened: str) -> str:
     """What a CSV whose rows do not fit its header most likely needs: the lines above its column
     names deleted (``_names_below``), or another delimiter."""
@@ -1846,8 +1867,12 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         below = "" if close or local_format(path) not in ("csv", "tsv", "excel") else _names_below(
             path, source.target, delimiter, _text_encoding(source.encoding), source.sheet)
+        other = "" if close or below or local_format(path) != "excel" else _sheet_with(path, source.target, source.sheet,
+                                                                                        key)
         if below:
             hint += f" ({below})"
+        elif other:
+            hint += f" ({other})"
         elif frame.shape[1] == 1 and local_format(path) in ("csv", "tsv"):
             hint += _delimiter_hint(path, delimiter, key, _text_encoding(source.encoding))
         raise DataError(f"{where}: target column '{source.target}' not found{hint}; "
