@@ -228,6 +228,15 @@ PARAMS_CASES = [
     ("a column name written as a number", add_dataset("mine", {"path": "data/local/good.csv", "target": "label",
                                                                "categorical": [2020]}),
      ["'sources.mine.categorical' must be a list of column names, got [2020] (quote a name that is a number: '2020')"]),
+    ("missing values not a list", add_dataset("mine", {"path": "data/local/good.csv", "target": "label",
+                                                       "missing_values": -999}),
+     ["'sources.mine.missing_values' must be a list of the values that mark a missing cell (numbers or texts, e.g. "
+      "[-999, 'unknown']), got -999"]),
+    ("missing values holding a boolean", add_dataset("mine", {"path": "data/local/good.csv", "target": "label",
+                                                              "missing_values": [-999, True]}),
+     ["'sources.mine.missing_values' must be a list of the values that mark a missing cell"]),
+    ("missing values on an OpenML table", set_key("sources.diabetes", {"openml_id": 37, "missing_values": [0]}),
+     ["'sources.diabetes.missing_values' applies only to local tables"]),
     ("near miss of a source option", add_dataset("mine", {"path": "data/local/good.csv", "target": "label",
                                                           "thousand": ","}),
      ["unknown key 'sources.mine.thousand' (did you mean 'thousands'?)"]),
@@ -2034,6 +2043,57 @@ def test_a_unit_is_taken_off_numbers_only_where_one_unit_makes_the_column_numeri
     assert records["not_dates"]["kind"] == "categorical" and "time_as" not in records["not_dates"]
     assert not any("read as numbers" in n for n in records["not_dates"]["notices"])
     np.testing.assert_array_equal(read["coded"].dropna().to_numpy(), values[np.arange(200) % 4 != 0])
+
+
+def test_missing_value_codes_are_named_and_missing_values_marks_them(repo, capsys):
+    """A numeric column whose smallest or largest value is a code files write for a missing value
+    (-999 below values of 0 or more, 9999 above the rest, 99 above ages) was read as numbers, the
+    code stretching the scale, without a word: a notice now names the code and
+    ``missing_values``. Listed there (numbers by value, texts as written), the cells are missing
+    in CSV text, parquet numbers and parquet categories alike, counted in the schema report's
+    ``converted_to_missing`` with a notice, and the target keeps its classes; the other cells
+    and columns read as before. -1 in a column with other negatives, and a code in a few cells
+    only, get no notice."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    n = 60
+    frame = pd.DataFrame({
+        "score": [-999 if i % 10 == 0 else i % 6 for i in range(n)],
+        "income": [9999 if i % 12 == 0 else 100 + i for i in range(n)],
+        "age": [99 if i % 15 == 0 else 20 + i % 50 for i in range(n)],
+        "delta": [-1 if i % 8 == 0 else i % 6 - 3 for i in range(n)],
+        "rare": [9999 if i == 0 else i for i in range(n)],
+        "colour": ["unknown" if i % 6 == 0 else "rgb"[i % 3] for i in range(n)],
+        "label": ["ab"[i % 2] for i in range(n)]})
+    local = repo / "data" / "local"
+    frame.to_csv(local / "codes.csv", index=False)
+    read, info = load_local_table("codes", SourceConfig(path="data/local/codes.csv", target="label"), repo)
+    records = {r["column"]: r for r in info["columns"]}
+    assert records["score"]["notices"] == [
+        "column 'score': 6 cell(s) are -999, below every other value (0 to 5), as a code for a missing value is: if "
+        "it is one, list it in 'sources.codes.missing_values' (read as a number, it stretches the column's scale)"]
+    assert records["income"]["notices"][0].startswith("column 'income': 5 cell(s) are 9999, above every other value")
+    assert records["age"]["notices"][0].startswith("column 'age': 4 cell(s) are 99, above every other value (20 to 69)")
+    assert not records["delta"]["notices"] and not records["rare"]["notices"]
+    assert read["score"].min() == -999
+    capsys.readouterr()
+
+    frame.assign(colour=frame["colour"].astype("category")).to_parquet(local / "codes.parquet")
+    for path in ("data/local/codes.csv", "data/local/codes.parquet"):
+        source = SourceConfig(path=path, target="label", missing_values=[-999, 9999, 99, "unknown"])
+        marked, info = load_local_table("codes", source, repo)
+        records = {r["column"]: r for r in info["columns"]}
+        for column, code, cells in (("score", "-999", 6), ("income", "9999", 5), ("age", "99", 4),
+                                    ("colour", "unknown", 10)):
+            assert records[column]["converted"] == {code: cells}, (path, column, records[column])
+            assert records[column]["notices"][0] == (f"column '{column}': {cells} cell(s) marked missing by "
+                                                     f"'sources.codes.missing_values' ('{code}' x{cells})"), path
+            assert int(marked[column].isna().sum()) == cells, (path, column)
+            assert records[column]["missing"] == cells
+        assert marked["score"].max() == 5 and sorted(marked["colour"].cat.categories) == ["b", "g", "r"], path
+        np.testing.assert_array_equal(marked["delta"].to_numpy(), read["delta"].to_numpy())
+        assert list(marked["class"]) == list(read["class"])
 
 
 def test_numbers_in_two_units_or_on_two_scales_warn(repo, capsys):

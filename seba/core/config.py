@@ -137,6 +137,20 @@ _date_order = _one_of(DATE_ORDERS, "'dmy' (31/01/2020), 'mdy' (01/31/2020)", nul
 ColumnNames = Annotated[tuple[str, ...], BeforeValidator(_names)]
 
 
+def _missing_values(value: Any) -> tuple[str | float, ...]:
+    """A list of cell values that mark a missing value in the file (-999, 9999, 'unknown'): texts
+    (stripped) and finite numbers."""
+    if not isinstance(value, list) or not all(
+            (isinstance(v, str) and v.strip()) or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                   and math.isfinite(v)) for v in value):
+        raise fail(f"must be a list of the values that mark a missing cell (numbers or texts, e.g. [-999, "
+                   f"'unknown']), got {value!r}")
+    return tuple(v.strip() if isinstance(v, str) else float(v) for v in value)
+
+
+MissingValues = Annotated[tuple[str | float, ...], BeforeValidator(_missing_values)]
+
+
 @section
 class SourceConfig:
     """Where one dataset comes from: an OpenML id, or a local CSV / TSV / parquet / Excel / ARFF file under
@@ -154,6 +168,7 @@ class SourceConfig:
     date_order: Annotated[Str | None, AfterValidator(_date_order)] = None  # dates like 31/01/2020: dmy or mdy
     encoding: Annotated[Str, AfterValidator(_encoding)] = "utf-8"  # text encoding of a CSV file
     sheet: Annotated[Str | Int | None, AfterValidator(_sheet)] = None  # an Excel workbook's sheet (null: the first)
+    missing_values: MissingValues = ()  # cell values that mark a missing value in feature columns (-999, 'unknown')
     # this dataset's own values for `pretrain` keys, over the `pretrain` section
     pretrain: dict[str, Any] = field(default_factory=dict)
 

@@ -1688,6 +1688,7 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
         return record, None
     record["missing"] = int(missing.sum())
     if kind == "numeric":
+        _code_notice(column, values, missing, key, record)
         return record, values
     same = _spellings(values)
     for kind_of, what in (("number", "the same number"), ("case", "the same word in other cases"),
@@ -1715,6 +1716,36 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
     result = values.astype("category")
     record["levels"] = int(len(result.cat.categories))
     return record, result
+
+
+# values that files (surveys, statistics offices, legacy exports) write where a value is missing
+_CODES = frozenset({-1.0, -9.0, -99.0, -999.0, -9999.0, -99999.0, 99.0, 999.0, 9999.0, 99999.0, 999999.0})
+
+
+def _code_notice(column: str, values: pd.Series, missing: np.ndarray, key: str, record: dict) -> None:
+    """A notice for a numeric column whose smallest or largest value is one that files write for a
+    missing value (``_CODES``: -999, 9999, ...) and stands apart from the others (a negative one
+    below values that are all 0 or more; a positive one at least 1.1 times the largest other),
+    in at least 3 cells and 0.5 % of them: read as a number, it would stretch the column's scale,
+    so the notice names ``missing_values``. Two comparisons for a column without one."""
+    numbers = values.to_numpy(dtype="float64")[~missing]
+    if len(numbers) < 20:
+        return
+    with np.errstate(invalid="ignore"):
+        ends = {float(numbers.min()), float(numbers.max())}
+    for code in sorted(ends & _CODES):
+        at = numbers == code
+        cells = int(at.sum())
+        rest = numbers[~at]
+        if cells < 3 or cells < 0.005 * len(numbers) or not len(rest) or not np.isfinite(rest).all():
+            continue
+        low, high = float(rest.min()), float(rest.max())
+        if (code < 0 and low < 0) or (code > 0 and code < 1.1 * high):
+            continue
+        record["notices"].append(
+            f"column '{column}': {cells} cell(s) are {code:g}, {'below' if code < 0 else 'above'} every other value "
+            f"({low:g} to {high:g}), as a code for a missing value is: if it is one, list it in "
+            f"'{key}.missing_values' (read as a number, it stretches the column's scale)")
 
 
 def _spellings(text: pd.Series) -> dict[str, list[list[str]]]:
@@ -1838,6 +1869,45 @@ def _index_like(column: str, values: pd.Series, kind: str, complete: bool) -> tu
     return None
 
 
+def _missing_values_marked(frame: pd.DataFrame, source) -> tuple[pd.DataFrame, dict[str, dict[str, int]]]:
+    """The feature columns of ``frame`` with the cells that ``source.missing_values`` names made
+    missing (a text equal to one of its texts, stripped; a number, or a text read as one, equal to
+    one of its numbers: -999 finds '-999', '-999.0' and -999 stored as a number), and per column
+    the values so marked and their counts (value as written -> cells). A CSV's cells become empty,
+    as its missing cells are; a categorical loses those levels."""
+    if not source.missing_values:
+        return frame, {}
+    words = {v for v in source.missing_values if isinstance(v, str)}
+    numbers = [v for v in source.missing_values if not isinstance(v, str)]
+    frame, marked = frame.copy(), {}
+    for column in frame.columns:
+        series = frame[column]
+        if column == source.target or pd.api.types.is_bool_dtype(series):
+            continue
+        if pd.api.types.is_numeric_dtype(series):
+            hit = series.isin(numbers) if numbers else pd.Series(False, index=series.index)
+            written = series
+        else:
+            written = series.astype("string").str.strip()
+            hit = written.isin(words)
+            if numbers:
+                hit |= parse_numbers(written, source.thousands, source.decimal).isin(numbers)
+        hit = hit.fillna(False).to_numpy(dtype=bool)
+        if not hit.any():
+            continue
+        marked[column] = {(f"{v:g}" if isinstance(v, float) else str(v)): int(n)
+                          for v, n in written[hit].value_counts().items()}
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            gone = [c for c in series.cat.categories if pd.Series([c]).astype("string").str.strip().iloc[0]
+                    in set(written[hit].astype("string"))]
+            frame[column] = series.cat.remove_categories(gone)
+        elif pd.api.types.is_numeric_dtype(series):
+            frame[column] = series.astype("float64").mask(hit)
+        else:
+            frame[column] = series.mask(hit, "" if series.dtype != object or not series.isna().any() else None)
+    return frame, marked
+
+
 def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tuple[pd.DataFrame, dict]:
     """A user's CSV / TSV / parquet / Excel / ARFF table (``sources.<name>.path``) in the raw table format.
 
@@ -1889,6 +1959,7 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         if source.target in getattr(source, option):
             raise DataError(f"{where}: the target '{source.target}' is listed in '{option}'")
     notes = [header_note] if header_note else []
+    frame, marked_by_source = _missing_values_marked(frame, source)
     target, marks = _as_text(frame[source.target])
     target, composed, spaced, invisible = _composed(target)
     if composed:
@@ -1941,6 +2012,11 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
             record, values = _finish_column(column, plain[column], record, source, key)
         else:
             record, values = _infer_column(column, frame[column], source, key, where)
+        if column in marked_by_source:
+            listed = marked_by_source[column]
+            record["converted"] = {**listed, **record["converted"]}
+            record["notices"].insert(0, f"column '{column}': {sum(listed.values())} cell(s) marked missing "
+                                        f"by '{key}.missing_values' ({_quote(listed)})")
         records.append(record)
         if values is not None:
             zero_based = isinstance(values.index, pd.RangeIndex) and values.index.start == 0 and values.index.step == 1
