@@ -2096,6 +2096,34 @@ def test_missing_value_codes_are_named_and_missing_values_marks_them(repo, capsy
         assert list(marked["class"]) == list(read["class"])
 
 
+def test_a_column_that_gives_the_class_of_every_row_warns(repo):
+    """A feature that is the target written again (its text, or its classes as numbers) makes the
+    few-shot accuracy measure it; it was read as any column. It now warns, naming it; a column
+    with one row of another class, one with missing cells in more than 5 % of its rows, and an id
+    (a value per row) do not."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    rng = np.random.default_rng(3)
+    n = 120
+    label = rng.choice(["low", "mid", "high"], size=n)
+    frame = pd.DataFrame({
+        "x": rng.normal(size=n).round(3), "y": rng.integers(0, 5, size=n),
+        "copy": [f"{v.upper()} risk" for v in label],
+        "coded": pd.Series(label).map({"low": 0, "mid": 1, "high": 2}),
+        "almost": [("A", "B", "C")[("low", "mid", "high").index(v)] if i else "A" if v != "low" else "B"
+                   for i, v in enumerate(label)],
+        "gappy": [None if i % 10 == 0 else v for i, v in enumerate(label)],
+        "label": label})
+    frame.to_csv(repo / "data" / "local" / "leak.csv", index=False)
+    _, info = load_local_table("leak", SourceConfig(path="data/local/leak.csv", target="label"), repo)
+    assert [n for n in info["notes"] if "class of every row" in n] == [
+        "WARNING columns 'copy', 'coded' give the class of every row (each of their values occurs with one class "
+        "only): if they are the target written again or derived from it, remove them from the file, or the few-shot "
+        "accuracy measures them, not the method"]
+    assert not any(r["warnings"] for r in info["columns"])  # no column lost information
+
+
 def test_numbers_in_two_units_or_on_two_scales_warn(repo, capsys):
     """A column of numbers written with two currencies ('$1.50', '€0.50') was read as categorical
     text, its numbers levels, without a word; a percent column with fractions among its cells
@@ -2561,7 +2589,7 @@ def test_text_written_in_decomposed_unicode_is_one_level_with_its_composed_form(
     city, cafe = "Z\u00fcrich", "caf\u00e9"
     split = {w: unicodedata.normalize("NFD", w) for w in (city, cafe)}
     assert all(len(split[w]) == len(w) + 1 for w in split)
-    rows = "".join(f"{i % 7},{(city, split[city], 'Bern')[i % 3]},{(cafe, split[cafe], 'bar')[i % 3]}\n"
+    rows = "".join(f"{i % 7},{(city, split[city], 'Bern')[i % 3]},{(cafe, split[cafe], 'bar')[i // 2 % 3]}\n"
                    for i in range(30))
     (repo / "data" / "local" / "accents.csv").write_text("a,city,label\n" + rows, encoding="utf-8")
     read, info = load_local_table("accents", SourceConfig(path="data/local/accents.csv", target="label"), repo)

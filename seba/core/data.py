@@ -1869,6 +1869,34 @@ def _index_like(column: str, values: pd.Series, kind: str, complete: bool) -> tu
     return None
 
 
+def _gives_the_class(values: pd.Series, labels: pd.Series, first: int = 256) -> bool:
+    """Whether a feature column determines the target: at most one class per value over the rows
+    that have one (95 % of the rows or more), with fewer distinct values than a fifth of the rows
+    (not an id, whose values are each one row's), so that it is the target written again or
+    derived from it. The first ``first`` rows decide for most columns (a value seen there with two
+    classes), sorted in numpy (tens of microseconds), so a table of many columns costs little."""
+    classes = labels.cat.codes.to_numpy()
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        numbers = values.cat.codes.to_numpy().astype(np.float64)
+        numbers[numbers < 0] = np.nan
+    else:
+        numbers = values.to_numpy(dtype="float64")
+    for rows in (slice(0, first), slice(None)):
+        part, known = numbers[rows], classes[rows]
+        keep = ~np.isnan(part)
+        part, known = part[keep], known[keep]
+        if not len(part):
+            return False
+        order = np.lexsort((known, part))
+        part, known = part[order], known[order]
+        if ((part[1:] == part[:-1]) & (known[1:] != known[:-1])).any():  # a value with two classes
+            return False
+    present = ~np.isnan(numbers)
+    if present.mean() < 0.95:
+        return False
+    return 2 <= len(np.unique(numbers[present])) < present.sum() / 5
+
+
 def _missing_values_marked(frame: pd.DataFrame, source) -> tuple[pd.DataFrame, dict[str, dict[str, int]]]:
     """The feature columns of ``frame`` with the cells that ``source.missing_values`` names made
     missing (a text equal to one of its texts, stripped; a number, or a text read as one, equal to
@@ -2036,6 +2064,15 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
             if record["column"] == LABEL:
                 record["renamed"] = free
     result[LABEL] = target.reset_index(drop=True).astype(object).astype("category")
+    giving = [r["column"] for r in records if r.get("renamed", r["column"]) in result.columns
+              and _gives_the_class(result[r.get("renamed", r["column"])], result[LABEL])]
+    if giving:  # not a column's loss of information: a table-level warning
+        many = len(giving) > 1
+        notes.append(f"WARNING column{'s' if many else ''} {', '.join(repr(c) for c in giving)} "
+                     f"give{'' if many else 's'} the class of every row (each of {'their' if many else 'its'} "
+                     f"values occurs with one class only): if {'they are' if many else 'it is'} the target "
+                     f"written again or derived from it, remove {'them' if many else 'it'} from the file, or the "
+                     f"few-shot accuracy measures {'them' if many else 'it'}, not the method")
     for note in notes:
         log(f"[{stage} {name}] {note}")
     for record in records:
