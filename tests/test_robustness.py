@@ -2096,6 +2096,27 @@ def test_missing_value_codes_are_named_and_missing_values_marks_them(repo, capsy
         assert list(marked["class"]) == list(read["class"])
 
 
+def test_rows_that_repeat_another_row_are_counted_in_a_notice(repo):
+    """Rows that repeat another row exactly (features and class), which the split may put in the
+    support and the query of one episode, and rows whose features another row of another class
+    has, are counted in one notice; a table without either gets none. The rows are kept."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    rows = [f"{i * 0.37:.2f},{i % 7},{'pq'[i % 2]},{'ab'[i // 3 % 2]}" for i in range(40)]
+    local = repo / "data" / "local"
+    (local / "unique.csv").write_text("x,y,c,label\n" + "\n".join(rows) + "\n")
+    _, info = load_local_table("unique", SourceConfig(path="data/local/unique.csv", target="label"), repo)
+    assert not any("row(s)" in n for n in info["notes"])
+    clash = rows[5].rsplit(",", 1)[0] + ("," + ("a" if rows[5].endswith("b") else "b"))
+    (local / "copies.csv").write_text("x,y,c,label\n" + "\n".join(rows + rows[:4] + [rows[0], clash]) + "\n")
+    read, info = load_local_table("copies", SourceConfig(path="data/local/copies.csv", target="label"), repo)
+    assert len(read) == 46
+    assert ("5 row(s) repeat an earlier row exactly (features and class): the split keeps no copies together, so a "
+            "row and its copy can be support and query of one episode (the benchmark tables have such rows too); "
+            "2 row(s) share their features with a row of another class") in info["notes"]
+
+
 def test_a_column_that_gives_the_class_of_every_row_warns(repo):
     """A feature that is the target written again (its text, or its classes as numbers) makes the
     few-shot accuracy measure it; it was read as any column. It now warns, naming it; a column
@@ -2597,5 +2618,6 @@ def test_text_written_in_decomposed_unicode_is_one_level_with_its_composed_form(
     records = {r["column"]: r for r in info["columns"]}
     assert any("10 cell(s) written with decomposed characters" in n for n in records["city"]["notices"])
     assert not records["a"]["notices"]
-    assert info["notes"] == ["target column 'label': 10 cell(s) written with decomposed characters read in their "
-                             "composed form, so that a class written either way is one class"]
+    assert [n for n in info["notes"] if "repeat an earlier row" not in n] == [
+        "target column 'label': 10 cell(s) written with decomposed characters read in their "
+        "composed form, so that a class written either way is one class"]
