@@ -2115,6 +2115,11 @@ def test_rows_that_repeat_another_row_are_counted_in_a_notice(repo):
     assert ("5 row(s) repeat an earlier row exactly (features and class): the split keeps no copies together, so a "
             "row and its copy can be support and query of one episode (the benchmark tables have such rows too); "
             "2 row(s) share their features with a row of another class") in info["notes"]
+    from seba.core.data import encode_table, schema_report
+
+    summary = schema_report("copies", read, encode_table(read), {})["summary"]
+    assert (summary["repeated_rows"], summary["rows_sharing_features"]) == (5, 2)
+    assert "columns_giving_the_class" not in summary
 
 
 def test_a_column_that_gives_the_class_of_every_row_warns(repo):

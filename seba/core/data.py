@@ -1869,29 +1869,30 @@ def _index_like(column: str, values: pd.Series, kind: str, complete: bool) -> tu
     return None
 
 
-def _repeated_rows(table: pd.DataFrame) -> str | None:
+def _repeated_rows(table: pd.DataFrame) -> tuple[str | None, dict[str, int]]:
     """The notice for rows of a local table (its features and ``LABEL``) that repeat another row
     exactly, and for rows whose features another row of another class has; None when there are
-    none. The split does not keep copies together (the benchmark tables have them too: dna 184,
+    none, and the two counts (``repeated_rows``, ``rows_sharing_features``) where not 0. The split does not keep copies together (the benchmark tables have them too: dna 184,
     cmc 48), so a row and its copy can be support and query of one episode. Rows are compared by
     their 64-bit hashes (pandas' ``hash_pandas_object``: 42 ms for 10,000 x 785)."""
     features = table.drop(columns=LABEL)
     if features.empty:
-        return None
+        return None, {}
     hashed = pd.util.hash_pandas_object(features, index=False).to_numpy()
     again = pd.Series(hashed).duplicated(keep=False).to_numpy()
     if not again.any():
-        return None
+        return None, {}
     same, label = pd.Series(hashed[again]), pd.Series(table[LABEL].cat.codes.to_numpy()[again])
     copies = int(pd.DataFrame({"row": same, "label": label}).duplicated().sum())
     clashing = int((label.groupby(same).transform("nunique") > 1).sum())
     if not copies and not clashing:
-        return None
+        return None, {}
     parts = ([f"{copies} row(s) repeat an earlier row exactly (features and class): the split keeps no copies "
               f"together, so a row and its copy can be support and query of one episode (the benchmark tables "
               f"have such rows too)"] if copies else []) + \
         ([f"{clashing} row(s) share their features with a row of another class"] if clashing else [])
-    return "; ".join(parts)
+    counts = {k: v for k, v in (("repeated_rows", copies), ("rows_sharing_features", clashing)) if v}
+    return "; ".join(parts), counts
 
 
 def _gives_the_class(values: pd.Series, labels: pd.Series, first: int = 256) -> bool:
@@ -2089,12 +2090,13 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
             if record["column"] == LABEL:
                 record["renamed"] = free
     result[LABEL] = target.reset_index(drop=True).astype(object).astype("category")
-    repeated = _repeated_rows(result)
+    repeated, table_counts = _repeated_rows(result)
     if repeated:
         notes.append(repeated)
     giving = [r["column"] for r in records if r.get("renamed", r["column"]) in result.columns
               and _gives_the_class(result[r.get("renamed", r["column"])], result[LABEL])]
     if giving:  # not a column's loss of information: a table-level warning
+        table_counts["columns_giving_the_class"] = len(giving)
         many = len(giving) > 1
         notes.append(f"WARNING column{'s' if many else ''} {', '.join(repr(c) for c in giving)} "
                      f"give{'' if many else 's'} the class of every row (each of {'their' if many else 'its'} "
@@ -2108,7 +2110,7 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
             log(f"[{stage} {name}] {line}")
         for line in record["warnings"]:
             log(f"[{stage} {name}] WARNING {line}")
-    result.attrs[SCHEMA_ATTR] = json.dumps({"target": source.target, "rows_without_target": unlabeled,
+    result.attrs[SCHEMA_ATTR] = json.dumps({"target": source.target, "rows_without_target": unlabeled, **table_counts,
                                             "columns": records})
     return result, {"source": "local", "file": source.path, "sha256": sha256_file(path),
                     "target": source.target, "dropped_rows": unlabeled, "notes": notes, "columns": records}
@@ -2421,8 +2423,9 @@ def schema_report(name: str, frame: pd.DataFrame, table: EncodedTable, notes: di
                "converted_cells": int(sum(sum(c.get("converted_to_missing", {}).values()) for c in columns)),
                "missing_cells": int(sum(c.get("missing", 0) for c in columns)),
                "columns_with_warnings": sum("warnings" in c for c in columns)}
-    if fetched.get("rows_without_target"):
-        summary["rows_without_target"] = fetched["rows_without_target"]
+    for key in ("rows_without_target", "repeated_rows", "rows_sharing_features", "columns_giving_the_class"):
+        if fetched.get(key):
+            summary[key] = fetched[key]
     dropped = ", ".join(f"'{c['column']}' ({c['reason']})" for c in columns if c["kind"] == "dropped")
     parts = [f"{summary['numeric']} numeric", f"{summary['categorical']} categorical"
              + (f" ({summary['folded_columns']} with levels folded into 'other')" if summary["folded_columns"] else ""),
