@@ -2180,6 +2180,37 @@ def test_numbers_in_two_units_or_on_two_scales_warn(repo, capsys):
     assert not records["rate"]["warnings"] and records["rate"]["unit"] == "%"
 
 
+def test_dates_written_with_month_names_are_days(repo):
+    """Dates written with an English month name ('05-Jan-2020', 'January 05, 2020', '05 Jan 20')
+    were categorical text, their order lost, without a word; they are days since the column's
+    earliest now, with a notice, and a day that does not exist is missing. Words that are month
+    names in other text ('may june') stay text."""
+    import datetime
+
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    days = [datetime.date(2020, 1, 1) + datetime.timedelta(days=7 * i) for i in range(40)]
+    frame = pd.DataFrame({"x": [i % 5 for i in range(40)],
+                          "short": [d.strftime("%d-%b-%Y") for d in days],
+                          "long": [d.strftime("%B %d, %Y") for d in days],
+                          "two_digit": [d.strftime("%d %b %y") for d in days],
+                          "words": [("may be", "june bug")[i % 2] for i in range(40)],
+                          "label": ["ab"[i // 3 % 2] for i in range(40)]})
+    frame.loc[5, "short"] = "31-Feb-2020"
+    frame.to_csv(repo / "data" / "local" / "months.csv", index=False)
+    read, info = load_local_table("months", SourceConfig(path="data/local/months.csv", target="label"), repo)
+    records = {r["column"]: r for r in info["columns"]}
+    expected = [7.0 * i for i in range(40)]
+    for column in ("short", "long", "two_digit"):
+        assert records[column]["kind"] == "numeric" and "time_as" in records[column], column
+        assert records[column]["notices"][0].startswith(f"column '{column}': dates (with month names) read as "
+                                                        f"numbers, days since the column's earliest"), column
+    assert read["long"].tolist() == expected and read["two_digit"].tolist() == expected
+    assert np.isnan(read["short"][5]) and read["short"].drop(index=5).tolist() == expected[:5] + expected[6:]
+    assert records["words"]["kind"] == "categorical"
+
+
 def test_dates_and_times_are_kept_where_an_id_would_be_dropped(repo):
     """A table sorted by its date, one row per day (0, 1, 2, ... days: a row id's integers), keeps
     the date as a feature, with a notice, as it keeps a pandas index of dates written with the

@@ -1432,6 +1432,37 @@ def _ordered_dates(text: pd.Series, order: str) -> pd.Series | None:
     return pd.Series(pd.to_datetime(iso.astype(object), format="ISO8601", errors="coerce"), index=text.index)
 
 
+_MONTHS = {name: k + 1 for k, names in enumerate(
+    [("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",), ("jun", "june"),
+     ("jul", "july"), ("aug", "august"), ("sep", "sept", "september"), ("oct", "october"), ("nov", "november"),
+     ("dec", "december")]) for name in names}
+# dates written with an English month name: '05-Jan-2020', '5 January 2020' (day first) and
+# 'Jan 5, 2020', 'January 5 2020' (month first); the name says which number is the day
+_NAMED_DATES = (r"(?P<d1>\d{1,2})[ /.-](?P<m1>[A-Za-z]{3,9})\.?[ /.-](?P<y1>\d{4}|\d{2})",
+                r"(?P<m2>[A-Za-z]{3,9})\.? (?P<d2>\d{1,2}),? (?P<y2>\d{4})")
+
+
+def _month_name_dates(text: pd.Series) -> pd.Series | None:
+    """The timestamps of a text column of dates written with an English month name (``_NAMED_DATES``,
+    ``NUMERIC_SHARE`` of its cells; NaT for the others and for dates that do not exist); None for
+    a column that is not one. Which number is the day needs no setting: the name is the month. A
+    two-digit year is read as in ``_ordered_dates``."""
+    written = text.dropna()
+    if written.empty or not written.str.contains(r"[A-Za-z]{3}", regex=True).mean() >= NUMERIC_SHARE:
+        return None
+    parts = text.str.extract(rf"^(?:{_NAMED_DATES[0]}|{_NAMED_DATES[1]})$")
+    month = parts["m1"].fillna(parts["m2"]).str.lower().map(_MONTHS)
+    if month[written.index].notna().mean() < NUMERIC_SHARE:
+        return None
+    day, year = parts["d1"].fillna(parts["d2"]), parts["y1"].fillna(parts["y2"])
+    number = year.astype("Int64")
+    short = year.str.len() == 2
+    number = number.mask(short & (number >= 69), number + 1900).mask(short & (number < 69), number + 2000)
+    iso = (number.astype("string").str.zfill(4) + "-" + month.astype("Int64").astype("string").str.zfill(2) + "-"
+           + day.str.zfill(2))
+    return pd.Series(pd.to_datetime(iso.astype(object), format="ISO8601", errors="coerce"), index=text.index)
+
+
 _CLOCK = r"(?P<h>\d{1,3}):(?P<m>\d{2})(?::(?P<s>\d{2}(?:\.\d+)?))?(?:[ ]?(?P<half>[AaPp])\.?[Mm]\.?)?"
 
 
@@ -1552,6 +1583,8 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                     dates = _ordered_dates(text, source.date_order)
                     leading = "day" if source.date_order == "dmy" else "month"
                     what = f"dates ({leading} first, date_order: {source.date_order})"
+                if dates is None:
+                    dates, what = _month_name_dates(text), "dates (with month names)"
                 clock = _clock_times(text) if dates is None else None
                 if dates is not None:
                     values, counted = _time_as_numbers(dates)
