@@ -1446,21 +1446,26 @@ def _month_name_dates(text: pd.Series) -> pd.Series | None:
     """The timestamps of a text column of dates written with an English month name (``_NAMED_DATES``,
     ``NUMERIC_SHARE`` of its cells; NaT for the others and for dates that do not exist); None for
     a column that is not one. Which number is the day needs no setting: the name is the month. A
-    two-digit year is read as in ``_ordered_dates``."""
-    written = text.dropna()
-    if written.empty or not written.str.contains(r"[A-Za-z]{3}", regex=True).mean() >= NUMERIC_SHARE:
+    two-digit year is read as in ``_ordered_dates``. The distinct cells are read, and a column
+    none of whose first 20 distinct cells is such a date costs one pass."""
+    levels = pd.Series(text.dropna().unique(), dtype="string")
+    pattern = rf"^(?:{_NAMED_DATES[0]}|{_NAMED_DATES[1]})$"
+    if levels.empty or not levels[:20].str.match(pattern).fillna(False).any():
         return None
-    parts = text.str.extract(rf"^(?:{_NAMED_DATES[0]}|{_NAMED_DATES[1]})$")
+    parts = levels.str.extract(pattern)
     month = parts["m1"].fillna(parts["m2"]).str.lower().map(_MONTHS)
-    if month[written.index].notna().mean() < NUMERIC_SHARE:
-        return None
     day, year = parts["d1"].fillna(parts["d2"]), parts["y1"].fillna(parts["y2"])
     number = year.astype("Int64")
     short = year.str.len() == 2
     number = number.mask(short & (number >= 69), number + 1900).mask(short & (number < 69), number + 2000)
     iso = (number.astype("string").str.zfill(4) + "-" + month.astype("Int64").astype("string").str.zfill(2) + "-"
            + day.str.zfill(2))
-    return pd.Series(pd.to_datetime(iso.astype(object), format="ISO8601", errors="coerce"), index=text.index)
+    named = month.notna().to_numpy()
+    stamps = pd.to_datetime(iso[named].astype(object), format="ISO8601", errors="coerce")
+    read = dict(zip(levels[named], stamps))
+    if text.isin(list(read)).sum() < NUMERIC_SHARE * text.notna().sum():
+        return None
+    return pd.Series(pd.to_datetime(text.map(read).astype(object)), index=text.index)
 
 
 _CLOCK = r"(?P<h>\d{1,3}):(?P<m>\d{2})(?::(?P<s>\d{2}(?:\.\d+)?))?(?:[ ]?(?P<half>[AaPp])\.?[Mm]\.?)?"
