@@ -1938,7 +1938,8 @@ def _gives_the_class(values: pd.Series, labels: pd.Series, first: int = 256) -> 
     that have one (95 % of the rows or more), with fewer distinct values than a fifth of the rows
     (not an id, whose values are each one row's), so that it is the target written again or
     derived from it. The first ``first`` rows decide for most columns (a value seen there with two
-    classes), sorted in numpy (tens of microseconds), so a table of many columns costs little."""
+    classes; or no value repeated there, a measurement or an id, which is not checked further),
+    sorted in numpy (tens of microseconds), so a table of many columns costs little."""
     classes = labels.cat.codes.to_numpy()
     if isinstance(values.dtype, pd.CategoricalDtype):
         numbers = values.cat.codes.to_numpy().astype(np.float64)
@@ -1953,8 +1954,11 @@ def _gives_the_class(values: pd.Series, labels: pd.Series, first: int = 256) -> 
             return False
         order = np.lexsort((known, part))
         part, known = part[order], known[order]
-        if ((part[1:] == part[:-1]) & (known[1:] != known[:-1])).any():  # a value with two classes
+        same = part[1:] == part[:-1]
+        if (same & (known[1:] != known[:-1])).any():  # a value with two classes
             return False
+        if rows.stop == first and len(part) == first and not same.any():
+            return False  # no value repeats in the first rows: a measurement or an id, not checked further
     present = ~np.isnan(numbers)
     if present.mean() < 0.95:
         return False
