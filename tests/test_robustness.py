@@ -2095,6 +2095,18 @@ def test_missing_value_codes_are_named_and_missing_values_marks_them(repo, capsy
         np.testing.assert_array_equal(marked["delta"].to_numpy(), read["delta"].to_numpy())
         assert list(marked["class"]) == list(read["class"])
 
+    dashed = frame.assign(score=["-" if i % 10 == 0 else str(i % 6) for i in range(n)])  # '-' for none, as reports write
+    dashed.to_csv(local / "dashes.csv", index=False)
+    _, info = load_local_table("dashes", SourceConfig(path="data/local/dashes.csv", target="label"), repo)
+    assert next(r for r in info["columns"] if r["column"] == "score")["warnings"] == [
+        "column 'score' is read as categorical: only 90.0% of its cells are numbers (other values: '-' x6); list it "
+        "in 'sources.dashes.numeric' to read it as numbers (the rest become missing), or, if '-' marks a missing "
+        "value, list it in 'sources.dashes.missing_values'"]
+    read, info = load_local_table("dashes", SourceConfig(path="data/local/dashes.csv", target="label",
+                                                         missing_values=["-"]), repo)
+    score = next(r for r in info["columns"] if r["column"] == "score")
+    assert score["kind"] == "numeric" and not score["warnings"] and int(read["score"].isna().sum()) == 6
+
 
 def test_rows_that_repeat_another_row_are_counted_in_a_notice(repo):
     """Rows that repeat another row exactly (features and class), which the split may put in the

@@ -1674,7 +1674,11 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                         record["warnings"].append(
                             f"column '{column}' is read as categorical: only {100 * share:.1f}% of its cells are "
                             f"numbers (other values: {_quote(others)}); list it in '{key}.numeric' to read it as "
-                            f"numbers (the rest become missing)")
+                            f"numbers (the rest become missing)"
+                            + (f", or, if {' and '.join(repr(str(v)) for v in others)} "
+                               f"{'mark' if len(others) > 1 else 'marks'} a missing value, list "
+                               f"{'them' if len(others) > 1 else 'it'} in '{key}.missing_values'"
+                               if len(others) <= 3 else ""))
         if kind == "categorical":
             values = text
             if spaced:  # not for numbers, whose digit groups a no-break space separates ('1 234,5')
