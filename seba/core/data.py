@@ -862,9 +862,9 @@ def _declared_delimiter_line(path: Path, where: str, key: str, delimiter: str, o
                         f"separated by {declared!r}, which is not a delimiter this reader takes "
                         f"({', '.join(repr(c) for c in DELIMITERS)}): save the file with one of them")
     if declared != delimiter:
-        written = '"\\t"' if declared == "\t" else repr(declared)  # as YAML reads it: a tab only in double quotes
         raise DataError(f"{where}: the first line, '{line}', says (as Excel reads it) that the fields are "
-                        f"separated by {declared!r}, not {delimiter!r}: set delimiter: {written} in '{key}'")
+                        f"separated by {declared!r}, not {delimiter!r}: set delimiter: {_as_yaml(declared)} in "
+                        f"'{key}'")
     log(f"[{tag}] {where}: the first line, '{line}', names the field separator (as Excel writes it); "
         f"the column names are read from the line below it")
     return 1
@@ -918,12 +918,16 @@ def _other_delimiter(path: Path, delimiter: str, opened: str = "utf-8-sig") -> s
     return next((sep for sep in DELIMITERS if sep != delimiter and len(fields(sep)) > 1), None)
 
 
+def _as_yaml(delimiter: str) -> str:
+    """A delimiter as params.yaml takes it: quoted, a tab only in double quotes ('"\\t"')."""
+    return '"\\t"' if delimiter == "\t" else repr(delimiter)
+
+
 def _delimiter_hint(path: Path, delimiter: str, key: str, opened: str = "utf-8-sig") -> str:
     """' (the file separates its fields with ';', not ',': set delimiter: ';' in 'sources.mine')', or ''."""
     other = _other_delimiter(path, delimiter, opened)
-    written = '"\\t"' if other == "\t" else repr(other)  # as YAML reads it: a tab only in double quotes
-    return (f" (the file separates its fields with {other!r}, not {delimiter!r}: set delimiter: {written} in "
-            f"'{key}')") if other else ""
+    return (f" (the file separates its fields with {other!r}, not {delimiter!r}: set delimiter: {_as_yaml(other)} "
+            f"in '{key}')") if other else ""
 
 
 def _without_trailing_field(frame: pd.DataFrame, path: Path, read: dict, where: str, hint: str = "",
@@ -956,9 +960,7 @@ def _names_below(path: Path, target: str, delimiter: str = ",", opened: str = "u
     excel = local_format(path) == "excel"
     try:
         if excel:
-            top = pd.read_excel(path, sheet_name=0 if sheet is None else sheet, header=None, nrows=30,
-                                engine="openpyxl")
-            lines = [[str(v) for v in row if pd.notna(v)] for row in top.itertuples(index=False)]
+            lines = _top_cells(path, 0 if sheet is None else sheet)
         else:
             with io.TextIOWrapper(_csv_stream(path), encoding=opened, newline="") as fh:
                 records = csv.reader(fh, delimiter=delimiter)
@@ -975,6 +977,13 @@ def _names_below(path: Path, target: str, delimiter: str = ",", opened: str = "u
             f"{above} above them")
 
 
+def _top_cells(book, sheet: str | int, rows: int = 30) -> list[list[str]]:
+    """The non-empty cells of a sheet's first ``rows`` rows, as text, row by row (``book``: a
+    workbook's path or an open ``pd.ExcelFile``)."""
+    top = pd.read_excel(book, sheet_name=sheet, header=None, nrows=rows, engine="openpyxl")
+    return [[str(v) for v in row if pd.notna(v)] for row in top.itertuples(index=False)]
+
+
 def _sheet_with(path: Path, target: str, sheet: str | int | None, key: str) -> str:
     """Which other sheet of a workbook has a cell that is the target's name in its first 30 rows
     (a workbook whose first sheet is notes or a summary), as the text that says which ``sheet``
@@ -986,9 +995,8 @@ def _sheet_with(path: Path, target: str, sheet: str | int | None, key: str) -> s
             for name in names:
                 if name == read:
                     continue
-                top = pd.read_excel(book, sheet_name=name, header=None, nrows=30)
-                for row, cells in enumerate(top.itertuples(index=False)):
-                    if target.strip() in [str(c).strip() for c in cells if pd.notna(c)]:
+                for row, cells in enumerate(_top_cells(book, name)):
+                    if target.strip() in [c.strip() for c in cells]:
                         return (f"the sheet '{name}' has it, on row {row + 1}: set sheet: '{name}' in '{key}'"
                                 + ("" if row == 0 else f", and delete the {row} row(s) above it"))
     except (ValueError, OSError, KeyError, IndexError, zipfile.BadZipFile):
@@ -1188,10 +1196,7 @@ def _composed(text: pd.Series) -> tuple[pd.Series, int, int, int]:
     at its edges (``INVISIBLE``; a cell of them only is missing), so that one word written either
     way is one level; and how many cells each of the three changed. An ASCII column (most) is
     returned as it is after one check."""
-    import pyarrow.compute as pc
-
-    array = _arrow_strings(text)
-    if array is None or pc.all(pc.string_is_ascii(array)).as_py() is not False:
+    if _ascii(text) or _arrow_strings(text) is None:
         return text, 0, 0, 0
     # Python's unicodedata over the distinct cells (Arrow's utf8_normalize decomposes whatever form it is asked for)
     read, composed, spaced, edged = {}, [], [], []
@@ -1248,11 +1253,17 @@ def _without_unit(text: pd.Series) -> tuple[pd.Series, str | None]:
     found = [unit for unit in _UNITS if written.str.contains(unit, regex=False).any()]
     if len(found) != 1:
         return text, None
-    unit, space = re.escape(found[0]), f"[{_SPACES}]*"
-    bare = text.str.replace(rf"{space}{unit}$", "", regex=True)
-    if found[0] != "%":
-        bare = bare.str.replace(rf"^([+-]?){space}{unit}{space}", r"\1", regex=True)
-    return bare, found[0]
+    return _without_units(text, found), found[0]
+
+
+def _without_units(text: pd.Series, units: list[str]) -> pd.Series:
+    """``text`` without any of ``units`` after its number ('12.5 %', '5 €'), or, a currency sign,
+    before it ('$1,200', '-$5', '$-5')."""
+    space = f"[{_SPACES}]*"
+    after = "|".join(re.escape(u) for u in units)
+    bare = text.str.replace(rf"{space}(?:{after})$", "", regex=True)
+    before = "|".join(re.escape(u) for u in units if u != "%")
+    return bare.str.replace(rf"^([+-]?){space}(?:{before}){space}", r"\1", regex=True) if before else bare
 
 
 def _several_units(column: str, written: pd.Series, source) -> str | None:
@@ -1269,11 +1280,7 @@ def _several_units(column: str, written: pd.Series, source) -> str | None:
     found = {unit: int(n) for unit in _UNITS if (n := written.str.contains(unit, regex=False).sum())}
     if len(found) < 2:
         return None
-    space = f"[{_SPACES}]*"
-    units = "|".join(re.escape(u) for u in found)
-    bare = written.str.replace(rf"{space}(?:{units})$", "", regex=True)
-    bare = bare.str.replace(rf"^([+-]?){space}(?:{units}){space}", r"\1", regex=True)
-    numbers = parse_numbers(bare, source.thousands, source.decimal)
+    numbers = parse_numbers(_without_units(written, list(found)), source.thousands, source.decimal)
     if numbers.notna().mean() < NUMERIC_SHARE:
         return None
     examples = ", ".join(f"'{written[written.str.contains(u, regex=False)].iloc[0]}'" for u in found)
@@ -1415,6 +1422,14 @@ def _misread_dates(written: pd.Series, date_order: str | None) -> bool:
     return date_order is not None and _mostly(written, _OTHER_DATE) and _order_shown(written)[0] != date_order
 
 
+def _full_years(year: pd.Series) -> pd.Series:
+    """Years written with two or four digits (text) as four-digit integers ("Int64"), a two-digit
+    year read as Python's %y does: 69-99 are 1969-1999, 00-68 are 2000-2068."""
+    number = year.astype("Int64")
+    short = year.str.len() == 2
+    return number.mask(short & (number >= 69), number + 1900).mask(short & (number < 69), number + 2000)
+
+
 def _ordered_dates(text: pd.Series, order: str) -> pd.Series | None:
     """The timestamps of a text column of dates written day / month / year (``order`` 'dmy') or
     month / day / year ('mdy'), ``NUMERIC_SHARE`` of its cells (NaT for the others and for dates
@@ -1424,9 +1439,7 @@ def _ordered_dates(text: pd.Series, order: str) -> pd.Series | None:
         return None
     parts = text.str.extract(rf"^{_OTHER_DATE}$")
     day, month = (parts["first"], parts["second"]) if order == "dmy" else (parts["second"], parts["first"])
-    year = parts["year"].astype("Int64")
-    short = parts["year"].str.len() == 2
-    year = year.mask(short & (year >= 69), year + 1900).mask(short & (year < 69), year + 2000)
+    year = _full_years(parts["year"])
     iso = (year.astype("string").str.zfill(4) + "-" + month.str.zfill(2) + "-" + day.str.zfill(2)
            + (" " + parts["time"].str.zfill(5)).fillna(""))
     return pd.Series(pd.to_datetime(iso.astype(object), format="ISO8601", errors="coerce"), index=text.index)
@@ -1446,7 +1459,7 @@ def _month_name_dates(text: pd.Series) -> pd.Series | None:
     """The timestamps of a text column of dates written with an English month name (``_NAMED_DATES``,
     ``NUMERIC_SHARE`` of its cells; NaT for the others and for dates that do not exist); None for
     a column that is not one. Which number is the day needs no setting: the name is the month. A
-    two-digit year is read as in ``_ordered_dates``. The distinct cells are read, and a column
+    two-digit year is read as ``_full_years`` reads it. The distinct cells are read, and a column
     none of whose first 20 distinct cells is such a date costs one pass."""
     levels = pd.Series(text.dropna().unique(), dtype="string")
     pattern = rf"^(?:{_NAMED_DATES[0]}|{_NAMED_DATES[1]})$"
@@ -1454,11 +1467,8 @@ def _month_name_dates(text: pd.Series) -> pd.Series | None:
         return None
     parts = levels.str.extract(pattern)
     month = parts["m1"].fillna(parts["m2"]).str.lower().map(_MONTHS)
-    day, year = parts["d1"].fillna(parts["d2"]), parts["y1"].fillna(parts["y2"])
-    number = year.astype("Int64")
-    short = year.str.len() == 2
-    number = number.mask(short & (number >= 69), number + 1900).mask(short & (number < 69), number + 2000)
-    iso = (number.astype("string").str.zfill(4) + "-" + month.astype("Int64").astype("string").str.zfill(2) + "-"
+    day, year = parts["d1"].fillna(parts["d2"]), _full_years(parts["y1"].fillna(parts["y2"]))
+    iso = (year.astype("string").str.zfill(4) + "-" + month.astype("Int64").astype("string").str.zfill(2) + "-"
            + day.str.zfill(2))
     named = month.notna().to_numpy()
     stamps = pd.to_datetime(iso[named].astype(object), format="ISO8601", errors="coerce")
@@ -1913,9 +1923,10 @@ def _index_like(column: str, values: pd.Series, kind: str, complete: bool) -> tu
 
 def _repeated_rows(table: pd.DataFrame) -> tuple[str | None, dict[str, int]]:
     """The notice for rows of a local table (its features and ``LABEL``) that repeat another row
-    exactly, and for rows whose features another row of another class has; None when there are
-    none, and the two counts (``repeated_rows``, ``rows_sharing_features``) where not 0. The split does not keep copies together (the benchmark tables have them too: dna 184,
-    cmc 48), so a row and its copy can be support and query of one episode. Rows are compared by
+    exactly, and for rows whose features another row of another class has (None when there are
+    none), and the two counts (``repeated_rows``, ``rows_sharing_features``) where not 0. The split
+    does not keep copies together (the benchmark tables have them too: dna 184, cmc 48), so a row
+    and its copy can be support and query of one episode. Rows are compared by
     their 64-bit hashes (pandas' ``hash_pandas_object``: 42 ms for 10,000 x 785)."""
     features = table.drop(columns=LABEL)
     if features.empty:
@@ -1937,14 +1948,14 @@ def _repeated_rows(table: pd.DataFrame) -> tuple[str | None, dict[str, int]]:
     return "; ".join(parts), counts
 
 
-def _gives_the_class(values: pd.Series, labels: pd.Series, first: int = 256) -> bool:
+def _gives_the_class(values: pd.Series, classes: np.ndarray, first: int = 256) -> bool:
     """Whether a feature column determines the target: at most one class per value over the rows
     that have one (95 % of the rows or more), with fewer distinct values than a fifth of the rows
     (not an id, whose values are each one row's), so that it is the target written again or
     derived from it. The first ``first`` rows decide for most columns (a value seen there with two
     classes; or no value repeated there, a measurement or an id, which is not checked further),
-    sorted in numpy (tens of microseconds), so a table of many columns costs little."""
-    classes = labels.cat.codes.to_numpy()
+    sorted in numpy (tens of microseconds), so a table of many columns costs little. ``classes``:
+    the target's category codes."""
     if isinstance(values.dtype, pd.CategoricalDtype):
         numbers = values.cat.codes.to_numpy().astype(np.float64)
         numbers[numbers < 0] = np.nan
@@ -1998,13 +2009,13 @@ def _missing_values_marked(frame: pd.DataFrame, source) -> tuple[pd.DataFrame, d
         marked[column] = {(f"{v:g}" if isinstance(v, float) else str(v)): int(n)
                           for v, n in written[hit].value_counts().items()}
         if isinstance(series.dtype, pd.CategoricalDtype):
-            gone = [c for c in series.cat.categories if pd.Series([c]).astype("string").str.strip().iloc[0]
-                    in set(written[hit].astype("string"))]
-            frame[column] = series.cat.remove_categories(gone)
+            listed = set(written[hit])
+            frame[column] = series.cat.remove_categories([c for c in series.cat.categories
+                                                          if str(c).strip() in listed])
         elif pd.api.types.is_numeric_dtype(series):
             frame[column] = series.astype("float64").mask(hit)
-        else:
-            frame[column] = series.mask(hit, "" if series.dtype != object or not series.isna().any() else None)
+        else:  # an empty cell, as a CSV's missing cells are
+            frame[column] = series.mask(hit, "")
     return frame, marked
 
 
@@ -2139,8 +2150,9 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
     repeated, table_counts = _repeated_rows(result)
     if repeated:
         notes.append(repeated)
-    giving = [r["column"] for r in records if r.get("renamed", r["column"]) in result.columns
-              and _gives_the_class(result[r.get("renamed", r["column"])], result[LABEL])]
+    classes = result[LABEL].cat.codes.to_numpy()
+    giving = [r["column"] for r in records if (c := r.get("renamed", r["column"])) in result.columns
+              and _gives_the_class(result[c], classes)]
     if giving:  # not a column's loss of information: a table-level warning
         table_counts["columns_giving_the_class"] = len(giving)
         many = len(giving) > 1
