@@ -487,6 +487,8 @@ def test_a_benchmark_given_a_missing_or_malformed_file_says_so_in_one_line(tmp_p
             ("neighbour_search.py", ["--datasets", "nosuch"], "params.yaml's sources have no OpenML dataset nosuch"),
             ("local_read.py", ["--rows", "5", "--columns", "2", "--baseline-rev", "no-such-rev"],
              "git archive no-such-rev failed"),
+            ("local_read.py", ["--snapshot", "nosuch"], "--snapshot nosuch: no data/snapshot/nosuch.parquet"),
+            ("local_read.py", ["--columns", "2", "--text", "3"], "--text is 3; from 0 up to --columns (2)"),
             ("encoder_speed.py", ["--repeats", "0"], "argument --repeats: '0': must be at least 1"),
             ("variants.py", ["--dataset", "diabetes", "--variant", "nope"], "each part is key=value"),
             ("variants.py", ["--dataset", "diabetes", "--variant", "lrr=1"], "'lrr' is neither a split nor a pretrain key"),
@@ -763,8 +765,8 @@ def test_neighbour_search_rounds_as_tf32_and_counts_wrong_positives_on_diabetes(
 
 def test_local_read_reads_the_table_with_both_trees_and_compares_them():
     done = subprocess.run([sys.executable, "benchmarks/local_read.py", "--rows", "40", "--columns", "3", "--repeats", "1",
-                           "--decimals", "2"], cwd=ROOT, capture_output=True, text=True, check=True)
+                           "--decimals", "2", "--text", "1"], cwd=ROOT, capture_output=True, text=True, check=True)
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("40 rows x 4 columns (160 cells, 2 decimals)")
+    assert lines[0].startswith("40 rows x 4 columns (160 cells, 2 decimals, the first 1 columns words)")
     assert [line.split()[0] for line in lines[1:]] == ["baseline", "this"], lines
     assert all("records equal the baseline's" in line for line in lines[1:]), lines

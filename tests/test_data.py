@@ -176,6 +176,9 @@ def test_numbers_are_read_in_the_declared_convention_only(thousands, decimal, ce
     assert values.dtype == np.float64
     for got, want in zip(values, expected):
         assert (np.isnan(got) if want is None else got == want), (cells, list(values))
+    repeated = pd.Series((cells + [None]) * 400, dtype="string")  # few values: each distinct cell read once
+    np.testing.assert_array_equal(parse_numbers(repeated, thousands, decimal).to_numpy(),
+                                  np.tile(np.append(values.to_numpy(), np.nan), 400))
 
 
 @pytest.mark.parametrize("cells, fast", [
@@ -350,6 +353,18 @@ def test_numbers_in_parentheses_are_negatives_only_beside_numbers_without():
         "-1,234.50", "12", "-$5", "-12%", "-7", "(n/a)", "(-3)", "<NA>"]  # a word or a signed number: not accounting
     assert _parenthesised_negatives(pd.Series(["(1)", "(2)", None], dtype="string")) is None  # enumeration
     assert _parenthesised_negatives(pd.Series(["1", "2"], dtype="string")) is None
+
+
+def test_bounds_trailing_minuses_and_fractions_are_written_as_plain_numbers():
+    from seba.core.data import _other_notations
+    text = pd.Series(["<0,5", "12", "3-", "1/2", None, "5 1/4", ">= 7", "-1 1/2", "1/2"], dtype="string")
+    rewritten, masks = _other_notations(text, ",")  # a fraction's value in the column's decimal mark
+    assert list(rewritten.fillna("<NA>")) == ["0,5", "12", "-3", "0,5", "<NA>", "5,25", "7", "-1,5", "0,5"]
+    assert {k: list(np.flatnonzero(m)) for k, m in masks.items()} == {
+        "bounds": [0, 6], "trailing minus": [2], "fractions": [3, 5, 7, 8]}
+    for alone in (["<5", ">5", None], ["5-", "7-"], ["12", "7"]):  # bounds or minuses only: categories; none
+        assert _other_notations(pd.Series(alone * 3, dtype="string"), ".") == (None, {})
+    assert _other_notations(pd.Series(["1/2", "15/3", "7"], dtype="string"), ".") == (None, {})  # a date, a pair
 
 
 def test_encoding_turns_unusable_numbers_into_missing_and_the_report_says_so():

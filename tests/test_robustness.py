@@ -2646,6 +2646,55 @@ def test_numbers_written_in_the_digits_of_other_scripts_are_numbers(repo, capsys
         load_local_table("classes", SourceConfig(path="data/local/classes.csv", target="label"), repo)
 
 
+def test_bounds_trailing_minuses_and_fractions_are_numbers(repo):
+    """Three other ways of writing numbers made a column categorical text, its numbers levels:
+    bounds ('<0.5', '≤ 0.4', '>100', as lab values beyond a detection limit are written) with a
+    warning that offered only to make them missing, a minus after the number ('21-', as some
+    accounting exports write negatives) the same, and fractions ('3/4', '9 1/2') without a word.
+    Each is read as its number now (a bound as the bound itself), with a notice counting the cells
+    and a count or mark in the schema record; a column of bounds only ('<=50K', '>50K') stays
+    categories, and pairs ('120/80') or yearless dates ('22/7') stay text with a hint."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    plain = [f"{1 + (i * 7) % 23 / 4:.2f}" for i in range(40)]
+    frame = pd.DataFrame({
+        "lab": plain[:36] + ["<0.5", "<0.5", "\u2264 0.4", ">100"],
+        "ledger": [f"{i}-" if i % 2 else f"{i}" for i in range(40)],
+        "size": ["1/2", "3/4", "7", "9 1/2", "-2 1/4", "10-3/8", "5/5", "12", None, "1/8"] * 4,
+        "income": ["<=50K", ">50K"] * 20,
+        "pressure": [f"{100 + i}/{60 + i % 30}" for i in range(40)],
+        "day": [f"{1 + i % 28}/{1 + i % 12}" for i in range(40)],
+        "label": ["ab"[i % 2] for i in range(40)]})
+    frame.to_csv(repo / "data" / "local" / "written.csv", index=False)
+    read, info = load_local_table("written", SourceConfig(path="data/local/written.csv", target="label"), repo)
+    records = {r["column"]: r for r in info["columns"]}
+    np.testing.assert_array_equal(read["lab"].to_numpy(), [float(v) for v in plain[:36]] + [0.5, 0.5, 0.4, 100])
+    assert records["lab"]["bounds"] == 4 and not records["lab"]["warnings"]
+    assert records["lab"]["notices"] == ["column 'lab': 4 number(s) written as bounds ('<0.5' x2, '\u2264 0.4' x1, "
+                                         "'>100' x1), read as the bound itself (e.g. '<0.5' is 0.5), as a value beyond "
+                                         "a detection limit is often given: list 'lab' in 'sources.written.categorical' "
+                                         "to keep them as text"]
+    np.testing.assert_array_equal(read["ledger"].to_numpy(), [-i if i % 2 else i for i in range(40)])
+    assert records["ledger"]["negatives"] == "trailing minus"
+    assert records["ledger"]["notices"][0].startswith("column 'ledger': 20 number(s) written with the minus after")
+    sizes = [0.5, 0.75, 7, 9.5, -2.25, 10.375, 1, 12, np.nan, 0.125] * 4
+    np.testing.assert_array_equal(read["size"].to_numpy(), sizes)
+    assert records["size"]["fractions"] == 28 and not records["size"]["warnings"]
+    assert records["size"]["notices"][-1] == "column 'size': 28 number(s) written as fractions (e.g. '1/2'), read as their value (0.5)"
+    assert records["income"]["kind"] == "categorical" and records["income"]["levels"] == 2
+    for name, example in (("pressure", "100/60"), ("day", "1/1")):
+        assert records[name]["kind"] == "categorical", records[name]
+        assert records[name]["notices"] == [
+            f"column '{name}' holds two numbers per cell, written with '/' (e.g. '{example}'), read as categorical "
+            f"text: if they are a day and a month, write them as dates with the year; if two measurements (a blood "
+            f"pressure), as two columns in the file"]
+    # as text when the source says so: the cells as written
+    kept, info = load_local_table("written", SourceConfig(path="data/local/written.csv", target="label",
+                                                          categorical=["lab"]), repo)
+    assert kept["lab"].iloc[-1] == ">100" and "bounds" not in info["columns"][0]
+
+
 def test_text_written_in_decomposed_unicode_is_one_level_with_its_composed_form(repo):
     """'Zürich' with a combining diaeresis (as macOS writes text) and with the composed 'ü' are one
     level of a feature, and 'café' written either way one class of the target, each with a notice
