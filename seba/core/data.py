@@ -343,9 +343,9 @@ def parse_numbers(text: pd.Series, thousands: str | None = None, decimal: str = 
             return values
     if len(text) > _REPEATS_SEEN and text.iloc[:_REPEATS_SEEN].nunique() <= _REPEATS_SEEN // 2:
         # a column of few values (words, levels, codes): each distinct cell read once
-        codes, uniques = pd.factorize(text)
+        codes, uniques = _factorized(text)
         if 2 * len(uniques) <= len(text):
-            distinct = parse_numbers(pd.Series(uniques, dtype="string"), thousands, decimal).to_numpy()
+            distinct = parse_numbers(uniques, thousands, decimal).to_numpy()
             return pd.Series(np.where(codes >= 0, distinct[codes], np.nan), index=text.index, dtype="float64")
     text = text.str.replace("\u2212", "-", regex=False)
     if not _ascii(text) and text.str.contains(_OTHER_DIGIT, regex=True).any():
@@ -379,13 +379,27 @@ def _plain_floats(text: pd.Series) -> pd.Series | None:
         import pyarrow.compute as pc
 
         array = pa.array(text.array)
-        pc.cast(array[:64], pa.float64())  # a column of words fails here, not after a cast of every cell (20 ms)
+        if not _first_cells_cast(array):
+            return None
         values = pc.cast(array, pa.float64()).to_numpy(zero_copy_only=False)
     except (ImportError, ValueError, TypeError, NotImplementedError):  # pa.ArrowInvalid is a ValueError
         return None
     if not np.isfinite(values).all():
         return None
     return pd.Series(values, index=text.index, dtype="float64")
+
+
+def _first_cells_cast(array) -> bool:
+    """Whether Arrow casts the first 64 cells of ``array`` (strings) to float64: a column of words
+    fails there, not after a cast of every cell (20 ms for 50,000 cells)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        pc.cast(array[:64], pa.float64())
+        return True
+    except (ValueError, TypeError, NotImplementedError):  # pa.ArrowInvalid is a ValueError
+        return False
 
 
 def _ascii(text: pd.Series) -> bool:
@@ -472,14 +486,7 @@ def _plain_number_columns(frame: pd.DataFrame, names: list[str]) -> dict[str, pd
         columns = list(texts)  # the empty cells as nulls, which the cast reads as missing
         for i in np.flatnonzero(empty.any(axis=1)):
             columns[i] = pc.if_else(pa.array(empty[i]), pa.scalar(None, kind), texts[i])
-        def casts(c) -> bool:  # its first cells: a column of words fails there, not after every cell (20 ms)
-            try:
-                pc.cast(c[:64], pa.float64())
-                return True
-            except (ValueError, TypeError):  # pa.ArrowInvalid is a ValueError
-                return False
-
-        tried = [i for i, c in enumerate(columns) if casts(c)]
+        tried = [i for i, c in enumerate(columns) if _first_cells_cast(c)]
         try:  # all at once: a table of numbers only
             values = pc.cast(pa.chunked_array([columns[i] for i in tried], type=kind),
                              pa.float64()).to_numpy(zero_copy_only=False)
@@ -1390,8 +1397,15 @@ def _mostly(written: pd.Series, pattern: str, counts: np.ndarray | None = None) 
 def _distinct(written: pd.Series) -> tuple[pd.Series, np.ndarray]:
     """The distinct cells of ``written`` (missing ones left out), in the order they first appear, and how
     many cells hold each."""
-    codes, uniques = pd.factorize(written)
-    return pd.Series(uniques, dtype="string"), np.bincount(codes[codes >= 0], minlength=len(uniques))
+    codes, uniques = _factorized(written)
+    return uniques, np.bincount(codes[codes >= 0], minlength=len(uniques))
+
+
+def _factorized(text: pd.Series) -> tuple[np.ndarray, pd.Series]:
+    """The code of each cell of ``text`` (-1 for a missing one) and the distinct cells the codes
+    index, in the order they first appear ("string" dtype)."""
+    codes, uniques = pd.factorize(text)
+    return codes, pd.Series(uniques, dtype="string")
 
 
 def _parenthesised_negatives(text: pd.Series) -> pd.Series | None:
@@ -1423,8 +1437,7 @@ def _other_notations(text: pd.Series, decimal: str) -> tuple[pd.Series | None, d
     pairs are not read as fractions); and, per notation, the cells rewritten (a boolean mask).
     None when no cell is so written. Looks at the distinct cells only: a categorical column of
     many rows has few."""
-    codes, uniques = pd.factorize(text)
-    distinct = pd.Series(uniques, dtype="string")
+    codes, distinct = _factorized(text)
     if distinct.empty or not distinct.str.contains(r"[<>=\u2264\u2265/]|\d-$", regex=True).any():
         return None, {}
     rewritten, masks = distinct, {}
@@ -1464,7 +1477,7 @@ def _text_hint(column: str, written: pd.Series, key: str, date_order: str | None
     are the file's first)."""
     if written.empty:
         return None
-    share = NUMERIC_SHARE * len(written)
+    needed = NUMERIC_SHARE * len(written)  # cells, for the unit's word
     written, counts = _distinct(written)
     if _mostly(written, _OTHER_DATE, counts):
         order, example = _order_shown(written)
@@ -1484,7 +1497,7 @@ def _text_hint(column: str, written: pd.Series, key: str, date_order: str | None
                 f"measurements (a blood pressure), as two columns in the file")
     words = written.str.extract(rf"^{_NUMBER_AND_WORD}$")["word"]
     common = pd.Series(counts, index=written.index).groupby(words).sum().sort_values(ascending=False)
-    if len(common) and common.iloc[0] >= share:
+    if len(common) and common.iloc[0] >= needed:
         word = common.index[0]
         return (f"column '{column}' holds numbers followed by '{word}' (e.g. '{written[words == word].iloc[0]}'), "
                 f"read as categorical text: if '{word}' is a unit, remove it in the file to read them as numbers")
