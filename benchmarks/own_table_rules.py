@@ -54,6 +54,18 @@ def dates(fmt: str):
     return lambda v: (pd.Timestamp("2024-03-01") + pd.Timedelta(days=round(v * 100))).strftime(fmt)
 
 
+def ordinal(v: float) -> str:
+    n = max(1, round((v + 4) * 10))
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def fraction(v: float) -> str:
+    eighths = round(abs(v) * 8)
+    whole, top = divmod(eighths, 8)
+    sign = "-" if v < 0 and eighths else ""
+    return f"{sign}{whole}" if not top else f"{sign}{whole} {top}/8" if whole else f"{sign}{top}/8"
+
+
 # (case, how x1 is written, the source's options that read it[, the columns so written: x1 alone unless said])
 CASES = [
     ("percentages ('12.50%')", lambda v: f"{v * 10:.2f}%", {}),
@@ -66,6 +78,9 @@ CASES = [
     ("ISO dates ('2024-05-14')", dates("%Y-%m-%d"), {}),
     ("day-first dates ('14/05/2024')", dates("%d/%m/%Y"), {"date_order": "dmy"}),
     ("times ('5:07:34')", clock, {}),
+    ("bounds ('<-1.5' below -1.5)", lambda v: "<-1.5" if v < -1.5 else f"{v:.3f}", {}),
+    ("fractions ('1 3/8')", fraction, {}),
+    ("ordinals ('42nd')", ordinal, {}),
 ]
 
 

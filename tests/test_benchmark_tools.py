@@ -736,7 +736,10 @@ def test_own_table_rules_reads_every_case_by_its_rule_and_as_text(capsys):
                 frame[column] = [fmt(v) for v in frame[column]]
             ruled = bench.read(root, frame, options)
             assert ruled["x1"].dtype == "float64" and ruled["x1"].notna().all(), case
-            assert ruled["x1"].corr(bench.signal_table(60)["x1"]) > 0.999, case  # the values, up to scale and origin
+            values = bench.signal_table(60)["x1"]
+            if case.startswith("bounds"):  # censored: the bound stands for the values below it
+                values = values.clip(lower=-1.5)
+            assert ruled["x1"].corr(values) > 0.999, case  # the values, up to scale and origin
             text = bench.read(root, frame, {**options, "categorical": ["x1"]})
             assert isinstance(text["x1"].dtype, pd.CategoricalDtype), case
     assert bench.main(["--episodes", "2", "--epochs", "1"]) == 0

@@ -365,6 +365,11 @@ def test_bounds_trailing_minuses_and_fractions_are_written_as_plain_numbers():
     for alone in (["<5", ">5", None], ["5-", "7-"], ["12", "7"]):  # bounds or minuses only: categories; none
         assert _other_notations(pd.Series(alone * 3, dtype="string"), ".") == (None, {})
     assert _other_notations(pd.Series(["1/2", "15/3", "7"], dtype="string"), ".") == (None, {})  # a date, a pair
+    rewritten, masks = _other_notations(pd.Series(["1st", "2ND", "3 rd", "4th", "5", None], dtype="string"), ".")
+    assert list(rewritten.fillna("<NA>")) == ["1", "2", "3", "4", "5", "<NA>"]  # ordinals: their number
+    assert {k: list(np.flatnonzero(m)) for k, m in masks.items()} == {"ordinals": [0, 1, 2, 3]}
+    rewritten, masks = _other_notations(pd.Series(["-3/4", "+1/2", "2", "-1/8"], dtype="string"), ".")
+    assert list(rewritten) == ["-0.75", "0.5", "2", "-0.125"] and list(masks) == ["fractions"]  # signed ones too
 
 
 def test_encoding_turns_unusable_numbers_into_missing_and_the_report_says_so():

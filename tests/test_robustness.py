@@ -2695,6 +2695,74 @@ def test_bounds_trailing_minuses_and_fractions_are_numbers(repo):
     assert kept["lab"].iloc[-1] == ">100" and "bounds" not in info["columns"][0]
 
 
+def test_a_few_cells_in_another_notation_among_plain_numbers_are_numbers_too(repo):
+    """A bound, a minus after the number, a fraction or an ordinal in a few cells of a column of
+    plain numbers (under 5 %, the numeric share) was a missing value with a warning, while the
+    same cells in a larger share were numbers: now they are numbers however few, with the notice;
+    a unit in a few cells stays a missing value (it may be another scale)."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    plain = [f"{1 + (i * 7) % 23 / 4:.2f}" for i in range(100)]
+    frame = pd.DataFrame({
+        "lab": ["<0.5"] + plain[1:],
+        "ledger": ["21-", "3.50-"] + plain[2:],
+        "size": ["9 1/2"] + plain[1:],
+        "rank": ["3rd"] + plain[1:],
+        "share": ["12%"] + plain[1:],
+        "label": ["ab"[i % 2] for i in range(100)]})
+    frame.to_csv(repo / "data" / "local" / "few.csv", index=False)
+    read, info = load_local_table("few", SourceConfig(path="data/local/few.csv", target="label"), repo)
+    records = {r["column"]: r for r in info["columns"]}
+    rest = [float(v) for v in plain]
+    for name, first in (("lab", [0.5]), ("ledger", [-21, -3.5]), ("size", [9.5]), ("rank", [3])):
+        np.testing.assert_array_equal(read[name].to_numpy(), first + rest[len(first):])
+        assert not records[name]["warnings"] and len(records[name]["notices"]) == 1, records[name]
+    assert records["lab"]["bounds"] == 1 and records["ledger"]["negatives"] == "trailing minus"
+    assert records["size"]["fractions"] == 1 and records["rank"]["ordinals"] == 1
+    assert np.isnan(read["share"].iloc[0]) and "unit" not in records["share"]
+    assert "1 non-numeric cell(s) read as missing ('12%' x1)" in records["share"]["warnings"][0]
+
+
+def test_ordinals_are_numbers_and_ranges_of_numbers_get_a_hint(repo):
+    """Ordinals ('1st', '2nd', '3RD', '4 th') were categorical levels without a word, their order
+    lost: they are their number now, with a notice and their count in the schema record (as levels
+    when the source lists the column in `categorical`). Ranges ('40-49', '$10-$20', '60+', '65-'),
+    as binned ages and incomes are written, stay levels (which range's middle stands for it is the
+    user's choice) with a notice saying that their order is not used; month-year cells ('01-2020')
+    and scores ('3-1') are not ranges."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    frame = pd.DataFrame({
+        "grade": ["1st", "2nd", "3RD", "4 th", "11th", "12", None, "21st"] * 5,
+        "age": ["10-19", "20-29", "30-39", "40-49", "50-59", "60+", "0-9", "20-29"] * 5,
+        "income": ["$10-$20", "$20-$30", "$30-$50", "$50+"] * 10,
+        "band": ["0-14", "15-64", "65-", "15-64"] * 10,
+        "month": ["01-2020", "02-2020", "11-2021", "12-2019"] * 10,
+        "score": ["3-1", "1-2", "0-0", "2-2"] * 10,
+        "label": ["ab"[i % 2] for i in range(40)]})
+    frame.to_csv(repo / "data" / "local" / "binned.csv", index=False)
+    read, info = load_local_table("binned", SourceConfig(path="data/local/binned.csv", target="label"), repo)
+    records = {r["column"]: r for r in info["columns"]}
+    np.testing.assert_array_equal(read["grade"].to_numpy(), [1, 2, 3, 4, 11, 12, np.nan, 21] * 5)
+    assert records["grade"]["ordinals"] == 30 and not records["grade"]["warnings"]
+    assert records["grade"]["notices"] == [
+        "column 'grade': 30 number(s) written as ordinals (e.g. '1st'), read as their number (1), which keeps "
+        "their order: list 'grade' in 'sources.binned.categorical' to keep them as levels"]
+    for name, example in (("age", "10-19"), ("income", "$10-$20"), ("band", "0-14")):
+        assert records[name]["kind"] == "categorical", records[name]
+        assert records[name]["notices"] == [
+            f"column '{name}' holds ranges of numbers (e.g. '{example}'), read as categorical levels, which keep "
+            f"them apart but not their order: to use the order, write one number per cell in the file (the middle "
+            f"of each range, or its lower end)"]
+    for name in ("month", "score"):
+        assert records[name]["kind"] == "categorical" and not records[name]["notices"], records[name]
+    kept, info = load_local_table("binned", SourceConfig(path="data/local/binned.csv", target="label",
+                                                         categorical=["grade"]), repo)
+    assert kept["grade"].iloc[0] == "1st" and "ordinals" not in info["columns"][0]
+
+
 def test_text_written_in_decomposed_unicode_is_one_level_with_its_composed_form(repo):
     """'Zürich' with a combining diaeresis (as macOS writes text) and with the composed 'ü' are one
     level of a feature, and 'café' written either way one class of the target, each with a notice

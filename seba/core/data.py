@@ -1426,21 +1426,33 @@ def _parenthesised_negatives(text: pd.Series) -> pd.Series | None:
 
 _BOUND = r"(?P<op><=|>=|=<|=>|[<>\u2264\u2265])[ ]*(?P<number>[^<>=\u2264\u2265 ].*)"  # '<0.5', '>= 100', '≤3'
 _TRAILING_MINUS = r"(?P<number>\d[\d,.' ]*)-"  # '1,234.50-', as some accounting exports write negatives
-_FRACTION = r"(?:(?P<whole>[+-]?\d+)(?:[ ]+|-))?(?P<top>\d+)/(?P<bottom>\d+)"  # '3/4', '5 1/2', '5-1/2'
+# '3/4', '-3/4', '5 1/2', '5-1/2'
+_FRACTION = r"(?:(?P<whole>[+-]?\d+)(?:[ ]+|-)|(?P<sign>[+-]))?(?P<top>\d+)/(?P<bottom>\d+)"
+_ORDINAL = r"(?P<number>\d+)[ ]?(?i:st|nd|rd|th)"  # '1st', '22nd', '3rd', '4th', '5 th'
+# ranges of numbers, as binned ages and incomes are written ('40-49', '10 – 20', '$10-$20', '5 to 9'),
+# and the open ends beside them ('60+', '65-', '<10', '>= 90')
+_RANGE = (r"[$€£]?(?P<low>\d+(?:\.\d+)?)[ ]*(?:-|–|—|to)[ ]*[$€£]?"
+          r"(?P<high>\d+(?:\.\d+)?)")
+_OPEN_RANGE = r"[$€£]?\d+(?:\.\d+)?[ ]*[+-]|(?:<=|>=|[<>≤≥])[ ]*[$€£]?\d+(?:\.\d+)?"
 
 
 def _other_notations(text: pd.Series, decimal: str) -> tuple[pd.Series | None, dict[str, pd.Series]]:
-    """``text`` with numbers written in three other notations rewritten as plain numbers, for a
-    column that also holds plain ones: bounds ('<0.5', '>100', '≤ 3': a value beyond a detection
-    limit, as the limit itself), a minus after the number ('21-') and fractions ('3/4', '5 1/2',
+    """``text`` with numbers written in four other notations rewritten as plain numbers: for a
+    column that also holds plain ones, bounds ('<0.5', '>100', '≤ 3': a value beyond a detection
+    limit, as the limit itself) and a minus after the number ('21-'); and fractions ('3/4', '5 1/2',
     only where no fraction without a whole part is above 1, so that '15/3' dates and '120/80'
-    pairs are not read as fractions); and, per notation, the cells rewritten (a boolean mask).
-    None when no cell is so written. Looks at the distinct cells only: a categorical column of
-    many rows has few."""
+    pairs are not read as fractions) and ordinals ('1st', '2nd': their number); and, per notation,
+    the cells rewritten (a boolean mask). None when no cell is so written. Looks at the distinct
+    cells only: a categorical column of many rows has few."""
     codes, distinct = _factorized(text)
-    if distinct.empty or not distinct.str.contains(r"[<>=\u2264\u2265/]|\d-$", regex=True).any():
+    if distinct.empty or not distinct.str.contains(r"[<>=\u2264\u2265/]|\d-$|\d[ ]?(?i:st|nd|rd|th)$",
+                                                   regex=True).any():
         return None, {}
     rewritten, masks = distinct, {}
+    ordinal = distinct.str.extract(rf"^{_ORDINAL}$")["number"]
+    if ordinal.notna().any():
+        rewritten = rewritten.mask(ordinal.notna(), ordinal)
+        masks["ordinals"] = ordinal.notna()
     bound = distinct.str.extract(rf"^{_BOUND}$")["number"]
     if bound.notna().any() and not bound.notna().all():
         rewritten = rewritten.mask(bound.notna(), bound.str.strip())
@@ -1455,7 +1467,7 @@ def _other_notations(text: pd.Series, decimal: str) -> tuple[pd.Series | None, d
         top, bottom = parts["top"][has].astype(float), parts["bottom"][has].astype(float)
         whole = parts["whole"][has]
         if ((top <= bottom) | whole.notna()).all() and (bottom > 0).all():
-            sign = np.where(whole.fillna("").str.startswith("-"), -1.0, 1.0)
+            sign = np.where(whole.fillna(parts["sign"][has].fillna("")).str.startswith("-"), -1.0, 1.0)
             value = whole.fillna("0").astype(float) + sign * top / bottom
             written = pd.Series([repr(float(v)).replace(".", decimal) for v in value], index=value.index,
                                 dtype="string")
@@ -1472,7 +1484,8 @@ def _other_notations(text: pd.Series, decimal: str) -> tuple[pd.Series | None, d
 def _text_hint(column: str, written: pd.Series, key: str, date_order: str | None = None) -> str | None:
     """What a categorical text column may really hold, when nearly all its cells (``NUMERIC_SHARE``)
     look alike: dates that are not ISO's, two numbers written with '/' ('120/80', '22/7': not
-    fractions, which are numbers), or numbers followed by one unit that is not read ('5 kg');
+    fractions, which are numbers), ranges of numbers ('40-49', '60+'), or numbers followed by one
+    unit that is not read ('5 kg');
     None otherwise. Looks at the distinct cells (in the order they first appear, so the examples
     are the file's first)."""
     if written.empty:
@@ -1495,6 +1508,15 @@ def _text_hint(column: str, written: pd.Series, key: str, date_order: str | None
         return (f"column '{column}' holds two numbers per cell, written with '/' (e.g. '{example}'), read as "
                 f"categorical text: if they are a day and a month, write them as dates with the year; if two "
                 f"measurements (a blood pressure), as two columns in the file")
+    ranges = written.str.extract(rf"^{_RANGE}$")
+    closed = ranges["low"].notna()
+    if closed.any() and _mostly(written, f"{_RANGE}|{_OPEN_RANGE}", counts):
+        low, high = ranges["low"][closed].astype(float), ranges["high"][closed].astype(float)
+        months = (low <= 12).all() and ranges["high"][closed].str.fullmatch(r"(?:19|20)\d\d").all()  # '01-2020'
+        if (low < high).all() and not months:
+            return (f"column '{column}' holds ranges of numbers (e.g. '{written[closed].iloc[0]}'), read as "
+                    f"categorical levels, which keep them apart but not their order: to use the order, write one "
+                    f"number per cell in the file (the middle of each range, or its lower end)")
     words = written.str.extract(rf"^{_NUMBER_AND_WORD}$")["word"]
     common = pd.Series(counts, index=written.index).groupby(words).sum().sort_values(ascending=False)
     if len(common) and common.iloc[0] >= needed:
@@ -1694,6 +1716,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             # the cells the numbers are read from, the unit taken off them, what a date column's numbers count
             numbers, unit, counted = cells, None, None
             notations: dict[str, pd.Series] = {}  # cells written as bounds, with a minus after, as fractions
+            timed = False  # dates or clock times read the column
             if share < NUMERIC_SHARE and present.any():
                 dates, what = _iso_dates(text), "dates"
                 if dates is None and source.date_order:
@@ -1705,25 +1728,29 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                 clock = _clock_times(text) if dates is None else None
                 if dates is not None:
                     values, counted = _time_as_numbers(dates)
-                    share = float(values[present].notna().mean())
+                    share, timed = float(values[present].notna().mean()), True
                 elif clock is not None:
                     values, counted, what = clock, "hours", "times"
-                    share = float(values[present].notna().mean())
-                else:
-                    other, notations = _other_notations(cells, source.decimal)
-                    if other is not None:
-                        other_values = parse_numbers(other, source.thousands, source.decimal)
-                        other_share = float(other_values[present].notna().mean())
-                        if other_share > share:
-                            cells, values, share = other, other_values, other_share
-                        else:
-                            notations = {}
-                    bare, unit = _without_unit(cells)
-                    if unit:
-                        numbers, bare_values = bare, parse_numbers(bare, source.thousands, source.decimal)
-                        bare_share = float(bare_values[present].notna().mean())
-                        if bare_share > share:
-                            values, share = bare_values, bare_share
+                    share, timed = float(values[present].notna().mean()), True
+            # other notations: also in a column of plain numbers but a few cells ('<0.5' in a lab column,
+            # '21-' in a ledger), which would otherwise be missing values; a unit only where it makes the
+            # column numeric ('12%' in a few cells of plain numbers may be another scale: missing, warned)
+            if not timed and share < 1 and present.any():
+                other, notations = _other_notations(cells, source.decimal)
+                if other is not None:
+                    other_values = parse_numbers(other, source.thousands, source.decimal)
+                    other_share = float(other_values[present].notna().mean())
+                    if other_share > share:
+                        cells, values, share = other, other_values, other_share
+                    else:
+                        notations = {}
+            if not timed and share < NUMERIC_SHARE and present.any():
+                bare, unit = _without_unit(cells)
+                if unit:
+                    numbers, bare_values = bare, parse_numbers(bare, source.thousands, source.decimal)
+                    bare_share = float(bare_values[present].notna().mean())
+                    if bare_share > share:
+                        values, share = bare_values, bare_share
             if kind is None:
                 kind = "numeric" if present.any() and share >= NUMERIC_SHARE else "categorical"
             if kind == "numeric":
@@ -1782,6 +1809,12 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                             f"column '{column}': {count} number(s) written with the minus after them, as some "
                             f"accounting exports write negatives (e.g. '{text[first]}'), read as negative "
                             f"({values[first]:g})")
+                    elif notation == "ordinals":
+                        record["ordinals"] = count
+                        record["notices"].append(
+                            f"column '{column}': {count} number(s) written as ordinals (e.g. '{text[first]}'), "
+                            f"read as their number ({values[first]:g}), which keeps their order: list "
+                            f"'{column}' in '{key}.categorical' to keep them as levels")
                     else:
                         record["fractions"] = count
                         record["notices"].append(
