@@ -370,6 +370,8 @@ def test_bounds_trailing_minuses_and_fractions_are_written_as_plain_numbers():
     assert {k: list(np.flatnonzero(m)) for k, m in masks.items()} == {"ordinals": [0, 1, 2, 3]}
     rewritten, masks = _other_notations(pd.Series(["-3/4", "+1/2", "2", "-1/8"], dtype="string"), ".")
     assert list(rewritten) == ["-0.75", "0.5", "2", "-0.125"] and list(masks) == ["fractions"]  # signed ones too
+    rewritten, masks = _other_notations(pd.Series(["3,2 x 10^6", "1.5\u00d710\u207b\u00b3", "10^6", "7"], dtype="string"), ",")
+    assert list(rewritten) == ["3,2e6", "1.5e-3", "1e6", "7"] and list(masks) == ["powers of ten"]  # mantissa as written
 
 
 def test_encoding_turns_unusable_numbers_into_missing_and_the_report_says_so():

@@ -2724,6 +2724,42 @@ def test_a_few_cells_in_another_notation_among_plain_numbers_are_numbers_too(rep
     assert "1 non-numeric cell(s) read as missing ('12%' x1)" in records["share"]["warnings"][0]
 
 
+def test_powers_of_ten_are_numbers_and_uncertainties_and_magnitudes_get_a_hint(repo):
+    """Numbers written with a power of ten ('3.2 x 10^6', '1.5×10⁻³', as lab counts are) were
+    categorical levels without a word: they are their value now, with a notice and their count,
+    in the source's decimal mark ('1,5 x 10^3' under decimal ','). A number with its uncertainty
+    ('0.3 ± 0.2') and numbers with magnitude suffixes ('1.2k' beside '2.5M' and '800') stay text,
+    each with a notice saying what to write instead."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    frame = pd.DataFrame({
+        "count": ["3.2 x 10^6", "1.5\u00d710\u207b\u00b3", "2*10**4", "10^6", "-4.1 X 10^-2", "7", None, "8e2"] * 5,
+        "mass": [f"{i / 10:.1f} \u00b1 0.2" for i in range(40)],
+        "followers": ["1.2k", "3k", "450", "2.5M", "800"] * 8,
+        "label": ["ab"[i % 2] for i in range(40)]})
+    frame.to_csv(repo / "data" / "local" / "lab.csv", index=False)
+    read, info = load_local_table("lab", SourceConfig(path="data/local/lab.csv", target="label"), repo)
+    records = {r["column"]: r for r in info["columns"]}
+    np.testing.assert_allclose(read["count"].to_numpy(), [3.2e6, 1.5e-3, 2e4, 1e6, -4.1e-2, 7, np.nan, 800] * 5)
+    assert records["count"]["powers_of_ten"] == 25 and not records["count"]["warnings"]
+    assert records["count"]["notices"] == [
+        "column 'count': 25 number(s) written with a power of ten (e.g. '3.2 x 10^6'), read as their value (3.2e+06)"]
+    assert records["mass"]["kind"] == "categorical" and records["mass"]["notices"] == [
+        "column 'mass' holds a number and its uncertainty per cell (e.g. '0.0 \u00b1 0.2'), read as categorical text: "
+        "write the value and its uncertainty as two columns in the file"]
+    assert records["followers"]["kind"] == "categorical" and records["followers"]["notices"] == [
+        "column 'followers' holds numbers written with magnitude suffixes (e.g. '1.2k'), read as categorical text: "
+        "if they are magnitudes (k thousands, M millions, B billions), write them as plain numbers in the file "
+        "('1.2k' as 1200)"]
+    pd.DataFrame({"count": ["1,5 x 10^3", "2,25", "3"] * 10, "x": [f"{i},5" for i in range(30)],
+                  "label": ["ab"[i % 2] for i in range(30)]}).to_csv(repo / "data" / "local" / "comma.csv",
+                                                                       index=False, sep=";")
+    read, _ = load_local_table("comma", SourceConfig(path="data/local/comma.csv", target="label", delimiter=";",
+                                                     decimal=","), repo)
+    np.testing.assert_array_equal(read["count"].to_numpy(), [1500, 2.25, 3] * 10)
+
+
 def test_ordinals_are_numbers_and_ranges_of_numbers_get_a_hint(repo):
     """Ordinals ('1st', '2nd', '3RD', '4 th') were categorical levels without a word, their order
     lost: they are their number now, with a notice and their count in the schema record (as levels

@@ -1428,7 +1428,12 @@ _BOUND = r"(?P<op><=|>=|=<|=>|[<>\u2264\u2265])[ ]*(?P<number>[^<>=\u2264\u2265 
 _TRAILING_MINUS = r"(?P<number>\d[\d,.' ]*)-"  # '1,234.50-', as some accounting exports write negatives
 # '3/4', '-3/4', '5 1/2', '5-1/2'
 _FRACTION = r"(?:(?P<whole>[+-]?\d+)(?:[ ]+|-)|(?P<sign>[+-]))?(?P<top>\d+)/(?P<bottom>\d+)"
+_PLAIN = r"[+-]?\d[\d,.]*"  # a number as the hints below look for one ('1,234.5', '-0.3')
 _ORDINAL = r"(?P<number>\d+)[ ]?(?i:st|nd|rd|th)"  # '1st', '22nd', '3rd', '4th', '5 th'
+# a number written with a power of ten ('3.2 x 10^6', '1.5×10⁻³', '2*10**4', '10^6'), as lab counts are
+_SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹"  # ⁰¹²³⁴⁵⁶⁷⁸⁹
+_POWER_OF_TEN = (r"(?:(?P<mantissa>[+-]?\d[\d,.]*)[ ]*[x×X*·][ ]*)?10"
+                 rf"(?:(?:\^|\*\*)(?P<exp>[+-]?\d+)|(?P<sup>[⁻⁺]?[{_SUPERSCRIPTS}]+))")
 # ranges of numbers, as binned ages and incomes are written ('40-49', '10 – 20', '$10-$20', '5 to 9'),
 # and the open ends beside them ('60+', '65-', '<10', '>= 90')
 _RANGE = (r"[$€£]?(?P<low>\d+(?:\.\d+)?)[ ]*(?:-|–|—|to)[ ]*[$€£]?"
@@ -1437,18 +1442,28 @@ _OPEN_RANGE = r"[$€£]?\d+(?:\.\d+)?[ ]*[+-]|(?:<=|>=|[<>≤≥])[ ]*[$€£]?
 
 
 def _other_notations(text: pd.Series, decimal: str) -> tuple[pd.Series | None, dict[str, pd.Series]]:
-    """``text`` with numbers written in four other notations rewritten as plain numbers: for a
+    """``text`` with numbers written in five other notations rewritten as plain numbers: for a
     column that also holds plain ones, bounds ('<0.5', '>100', '≤ 3': a value beyond a detection
     limit, as the limit itself) and a minus after the number ('21-'); and fractions ('3/4', '5 1/2',
     only where no fraction without a whole part is above 1, so that '15/3' dates and '120/80'
-    pairs are not read as fractions) and ordinals ('1st', '2nd': their number); and, per notation,
+    pairs are not read as fractions), ordinals ('1st', '2nd': their number) and numbers with a power
+    of ten ('3.2 x 10^6', '1.5×10⁻³'); and, per notation,
     the cells rewritten (a boolean mask). None when no cell is so written. Looks at the distinct
     cells only: a categorical column of many rows has few."""
     codes, distinct = _factorized(text)
-    if distinct.empty or not distinct.str.contains(r"[<>=\u2264\u2265/]|\d-$|\d[ ]?(?i:st|nd|rd|th)$",
-                                                   regex=True).any():
+    if distinct.empty or not distinct.str.contains(
+            rf"[<>=\u2264\u2265/]|\d-$|\d[ ]?(?i:st|nd|rd|th)$|10(?:\^|\*\*|[\u207b\u207a{_SUPERSCRIPTS}])",
+            regex=True).any():
         return None, {}
     rewritten, masks = distinct, {}
+    power = distinct.str.extract(rf"^{_POWER_OF_TEN}$")
+    has = power["exp"].notna() | power["sup"].notna()
+    if has.any():
+        sup = power["sup"][has].fillna("").str.translate(
+            {ord(c): str(i) for i, c in enumerate(_SUPERSCRIPTS)} | {0x207B: "-", 0x207A: "+"})
+        exp = power["exp"][has].fillna(sup)
+        rewritten = rewritten.mask(has, power["mantissa"][has].fillna("1") + "e" + exp)
+        masks["powers of ten"] = has
     ordinal = distinct.str.extract(rf"^{_ORDINAL}$")["number"]
     if ordinal.notna().any():
         rewritten = rewritten.mask(ordinal.notna(), ordinal)
@@ -1484,8 +1499,9 @@ def _other_notations(text: pd.Series, decimal: str) -> tuple[pd.Series | None, d
 def _text_hint(column: str, written: pd.Series, key: str, date_order: str | None = None) -> str | None:
     """What a categorical text column may really hold, when nearly all its cells (``NUMERIC_SHARE``)
     look alike: dates that are not ISO's, two numbers written with '/' ('120/80', '22/7': not
-    fractions, which are numbers), ranges of numbers ('40-49', '60+'), or numbers followed by one
-    unit that is not read ('5 kg');
+    fractions, which are numbers), ranges of numbers ('40-49', '60+'), a number and its uncertainty
+    ('0.3 ± 0.2'), numbers with magnitude suffixes ('1.2k', '2.5M'), or numbers followed by one unit
+    that is not read ('5 kg');
     None otherwise. Looks at the distinct cells (in the order they first appear, so the examples
     are the file's first)."""
     if written.empty:
@@ -1508,6 +1524,17 @@ def _text_hint(column: str, written: pd.Series, key: str, date_order: str | None
         return (f"column '{column}' holds two numbers per cell, written with '/' (e.g. '{example}'), read as "
                 f"categorical text: if they are a day and a month, write them as dates with the year; if two "
                 f"measurements (a blood pressure), as two columns in the file")
+    if _mostly(written, rf"{_PLAIN}[ ]*(?:±|\+/-|\+-)[ ]*{_PLAIN}", counts):  # '0.3 ± 0.2'
+        example = written[written.str.contains("±|\\+/?-", regex=True)].iloc[0]
+        return (f"column '{column}' holds a number and its uncertainty per cell (e.g. '{example}'), read as "
+                f"categorical text: write the value and its uncertainty as two columns in the file")
+    magnitude = written.str.extract(rf"^{_PLAIN}[ ]?(?P<suffix>[kKMB]|bn|mn)$")["suffix"]
+    if magnitude.notna().any() and (magnitude.nunique() > 1 or magnitude.isna().any()) and _mostly(
+            written, rf"{_PLAIN}(?:[ ]?(?:[kKMB]|bn|mn))?", counts):  # '1.2k' beside '2.5M' or '800'
+        example = written[magnitude.notna()].iloc[0]
+        return (f"column '{column}' holds numbers written with magnitude suffixes (e.g. '{example}'), read as "
+                f"categorical text: if they are magnitudes (k thousands, M millions, B billions), write them as "
+                f"plain numbers in the file ('1.2k' as 1200)")
     ranges = written.str.extract(rf"^{_RANGE}$")
     closed = ranges["low"].notna()
     if closed.any() and _mostly(written, f"{_RANGE}|{_OPEN_RANGE}", counts):
@@ -1809,6 +1836,11 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                             f"column '{column}': {count} number(s) written with the minus after them, as some "
                             f"accounting exports write negatives (e.g. '{text[first]}'), read as negative "
                             f"({values[first]:g})")
+                    elif notation == "powers of ten":
+                        record["powers_of_ten"] = count
+                        record["notices"].append(
+                            f"column '{column}': {count} number(s) written with a power of ten (e.g. "
+                            f"'{text[first]}'), read as their value ({values[first]:g})")
                     elif notation == "ordinals":
                         record["ordinals"] = count
                         record["notices"].append(
