@@ -2760,13 +2760,52 @@ def test_powers_of_ten_are_numbers_and_uncertainties_and_magnitudes_get_a_hint(r
     np.testing.assert_array_equal(read["count"].to_numpy(), [1500, 2.25, 3] * 10)
 
 
+def test_months_quarters_durations_with_units_and_approximate_numbers_are_numbers(repo):
+    """Months ('2020-01', '03/2021'), quarters ('2020-Q1', 'Q3 2021'), durations written with their
+    units ('1h 30m', '45m', '2 hours') and approximate numbers ('~5', 'ca. 1850') were categorical
+    levels without a word, their order lost: they are numbers now, each with a notice (a month or
+    quarter as days since the column's earliest first day, a duration as seconds). One unit in every
+    cell ('45 min') is not a duration but a number with a unit, which the notice names, and so is
+    a unit before the number ('USD 83')."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    frame = pd.DataFrame({
+        "month": ["2020-01", "2020-02", "03/2021", "12-2019", None] * 8,
+        "quarter": ["2020-Q1", "2020 Q2", "Q3 2021", "Q4-2019"] * 10,
+        "wait": ["1h 30m", "2h", "45m", "1d 2h", "90s", "2 hours 5 minutes", "3 hrs, 10 mins", None] * 5,
+        "minutes": [f"{5 * i} min" for i in range(40)],
+        "year": ["~5", "\u2248 5.5", "ca. 1850", "approx. 12", "~1/2", "7", "circa 1900", "8"] * 5,
+        "price": [f"USD {10 * i}" for i in range(40)],
+        "label": ["ab"[i % 2] for i in range(40)]})
+    frame.to_csv(repo / "data" / "local" / "spans.csv", index=False)
+    read, info = load_local_table("spans", SourceConfig(path="data/local/spans.csv", target="label"), repo)
+    records = {r["column"]: r for r in info["columns"]}
+    np.testing.assert_array_equal(read["month"].to_numpy(), [31, 62, 456, 0, np.nan] * 8)  # days since 2019-12-01
+    assert records["month"]["notices"] == [
+        "column 'month': months (each its first day) read as numbers, days since the column's earliest, 2019-12-01 "
+        "00:00:00 (e.g. '2020-01' is 31)"]
+    np.testing.assert_array_equal(read["quarter"].to_numpy(), [92, 183, 639, 0] * 10)  # since 2019-10-01
+    assert records["quarter"]["notices"][0].startswith("column 'quarter': quarters (each its first day) read as")
+    np.testing.assert_array_equal(read["wait"].to_numpy(), [5400, 7200, 2700, 93600, 90, 7500, 11400, np.nan] * 5)
+    assert records["wait"]["time_as"] == "seconds" and records["wait"]["notices"] == [
+        "column 'wait': durations written with their units read as numbers, seconds (e.g. '1h 30m' is 5400)"]
+    assert records["minutes"]["kind"] == "categorical" and "followed by 'min'" in records["minutes"]["notices"][0]
+    np.testing.assert_array_equal(read["year"].to_numpy(), [5, 5.5, 1850, 12, 0.5, 7, 1900, 8] * 5)
+    assert records["year"]["approximate"] == 30 and records["year"]["notices"][0] == (
+        "column 'year': 30 number(s) written as approximate (e.g. '~5'), read as the number (5)")
+    assert records["price"]["kind"] == "categorical" and records["price"]["notices"] == [
+        "column 'price' holds numbers preceded by 'USD' (e.g. 'USD 0'), read as categorical text: if 'USD' is a "
+        "unit, remove it in the file to read them as numbers"]
+
+
 def test_ordinals_are_numbers_and_ranges_of_numbers_get_a_hint(repo):
     """Ordinals ('1st', '2nd', '3RD', '4 th') were categorical levels without a word, their order
     lost: they are their number now, with a notice and their count in the schema record (as levels
     when the source lists the column in `categorical`). Ranges ('40-49', '$10-$20', '60+', '65-'),
     as binned ages and incomes are written, stay levels (which range's middle stands for it is the
     user's choice) with a notice saying that their order is not used; month-year cells ('01-2020')
-    and scores ('3-1') are not ranges."""
+    are months and scores ('3-1') not ranges."""
     from seba.core.config import SourceConfig
     from seba.core.data import load_local_table
 
@@ -2792,8 +2831,8 @@ def test_ordinals_are_numbers_and_ranges_of_numbers_get_a_hint(repo):
             f"column '{name}' holds ranges of numbers (e.g. '{example}'), read as categorical levels, which keep "
             f"them apart but not their order: to use the order, write one number per cell in the file (the middle "
             f"of each range, or its lower end)"]
-    for name in ("month", "score"):
-        assert records[name]["kind"] == "categorical" and not records[name]["notices"], records[name]
+    assert records["month"]["kind"] == "numeric" and records["month"]["time_as"].startswith("days")  # months
+    assert records["score"]["kind"] == "categorical" and not records["score"]["notices"], records["score"]
     kept, info = load_local_table("binned", SourceConfig(path="data/local/binned.csv", target="label",
                                                          categorical=["grade"]), repo)
     assert kept["grade"].iloc[0] == "1st" and "ordinals" not in info["columns"][0]

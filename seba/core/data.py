@@ -293,6 +293,8 @@ _SHOWN = 5  # tokens / rows quoted in one message
 _UNITS = ("%", "$", "€", "£", "¥", "₹")
 # a number followed by a unit of letters (or symbols) that ``_UNITS`` does not take off: '5 kg', '120ms'
 _NUMBER_AND_WORD = r"[+-]?\d[\d,.' ]*?[ ]*(?P<word>[^\d\s+\-,.'][^\d\s]*)"
+# a unit of letters before a number ('USD 1,200', 'EUR 5', 'No. 7')
+_WORD_AND_NUMBER = r"(?P<word>[^\W\d_][^\d\s]*)[ ]*[+-]?\d[\d,.' ]*"
 # ISO 8601 dates, optionally with a time and a zone ('2020-01-31', '2020-01-31T12:00:00Z'): read as numbers
 _ISO_DATE = r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
 # dates written day / month / year or month / day / year (one separator, '/', '-' or '.'; optionally a
@@ -1428,6 +1430,8 @@ _BOUND = r"(?P<op><=|>=|=<|=>|[<>\u2264\u2265])[ ]*(?P<number>[^<>=\u2264\u2265 
 _TRAILING_MINUS = r"(?P<number>\d[\d,.' ]*)-"  # '1,234.50-', as some accounting exports write negatives
 # '3/4', '-3/4', '5 1/2', '5-1/2'
 _FRACTION = r"(?:(?P<whole>[+-]?\d+)(?:[ ]+|-)|(?P<sign>[+-]))?(?P<top>\d+)/(?P<bottom>\d+)"
+# an approximate number ('~5', '≈ 5', 'ca. 1850', 'approx. 12'), read as the number
+_APPROXIMATE = r"(?:[~≈∼]|(?i:ca|approx|circa)\.?(?=[ ]|\d))[ ]*(?P<number>[+-]?\d.*)"
 _PLAIN = r"[+-]?\d[\d,.]*"  # a number as the hints below look for one ('1,234.5', '-0.3')
 _ORDINAL = r"(?P<number>\d+)[ ]?(?i:st|nd|rd|th)"  # '1st', '22nd', '3rd', '4th', '5 th'
 # a number written with a power of ten ('3.2 x 10^6', '1.5×10⁻³', '2*10**4', '10^6'), as lab counts are
@@ -1442,21 +1446,26 @@ _OPEN_RANGE = r"[$€£]?\d+(?:\.\d+)?[ ]*[+-]|(?:<=|>=|[<>≤≥])[ ]*[$€£]?
 
 
 def _other_notations(text: pd.Series, decimal: str) -> tuple[pd.Series | None, dict[str, pd.Series]]:
-    """``text`` with numbers written in five other notations rewritten as plain numbers: for a
+    """``text`` with numbers written in six other notations rewritten as plain numbers: for a
     column that also holds plain ones, bounds ('<0.5', '>100', '≤ 3': a value beyond a detection
     limit, as the limit itself) and a minus after the number ('21-'); and fractions ('3/4', '5 1/2',
     only where no fraction without a whole part is above 1, so that '15/3' dates and '120/80'
-    pairs are not read as fractions), ordinals ('1st', '2nd': their number) and numbers with a power
-    of ten ('3.2 x 10^6', '1.5×10⁻³'); and, per notation,
-    the cells rewritten (a boolean mask). None when no cell is so written. Looks at the distinct
+    pairs are not read as fractions), ordinals ('1st', '2nd': their number), numbers with a power
+    of ten ('3.2 x 10^6', '1.5×10⁻³') and approximate numbers ('~5', 'ca. 1850': the number); and,
+    per notation, the cells rewritten (a boolean mask). None when no cell is so written. Looks at the distinct
     cells only: a categorical column of many rows has few."""
     codes, distinct = _factorized(text)
     if distinct.empty or not distinct.str.contains(
-            rf"[<>=\u2264\u2265/]|\d-$|\d[ ]?(?i:st|nd|rd|th)$|10(?:\^|\*\*|[\u207b\u207a{_SUPERSCRIPTS}])",
-            regex=True).any():
+            rf"[<>=\u2264\u2265/~\u2248\u223c]|\d-$|\d[ ]?(?i:st|nd|rd|th)$|10(?:\^|\*\*|[\u207b\u207a{_SUPERSCRIPTS}])"
+            r"|^(?i:ca|approx|circa)", regex=True).any():
         return None, {}
     rewritten, masks = distinct, {}
-    power = distinct.str.extract(rf"^{_POWER_OF_TEN}$")
+    approximate = distinct.str.extract(rf"^{_APPROXIMATE}$")["number"]
+    if approximate.notna().any():
+        rewritten = rewritten.mask(approximate.notna(), approximate.str.strip())
+        masks["approximate"] = approximate.notna()
+    read = rewritten  # the cells the rules below read: '~1/2' is a fraction, '~3rd' an ordinal
+    power = read.str.extract(rf"^{_POWER_OF_TEN}$")
     has = power["exp"].notna() | power["sup"].notna()
     if has.any():
         sup = power["sup"][has].fillna("").str.translate(
@@ -1464,19 +1473,19 @@ def _other_notations(text: pd.Series, decimal: str) -> tuple[pd.Series | None, d
         exp = power["exp"][has].fillna(sup)
         rewritten = rewritten.mask(has, power["mantissa"][has].fillna("1") + "e" + exp)
         masks["powers of ten"] = has
-    ordinal = distinct.str.extract(rf"^{_ORDINAL}$")["number"]
+    ordinal = read.str.extract(rf"^{_ORDINAL}$")["number"]
     if ordinal.notna().any():
         rewritten = rewritten.mask(ordinal.notna(), ordinal)
         masks["ordinals"] = ordinal.notna()
-    bound = distinct.str.extract(rf"^{_BOUND}$")["number"]
+    bound = read.str.extract(rf"^{_BOUND}$")["number"]
     if bound.notna().any() and not bound.notna().all():
         rewritten = rewritten.mask(bound.notna(), bound.str.strip())
         masks["bounds"] = bound.notna()
-    trailing = distinct.str.extract(rf"^{_TRAILING_MINUS}$")["number"]
+    trailing = read.str.extract(rf"^{_TRAILING_MINUS}$")["number"]
     if trailing.notna().any() and not trailing.notna().all():
         rewritten = rewritten.mask(trailing.notna(), "-" + trailing.str.strip())
         masks["trailing minus"] = trailing.notna()
-    parts = distinct.str.extract(rf"^{_FRACTION}$")
+    parts = read.str.extract(rf"^{_FRACTION}$")
     has = parts["top"].notna()
     if has.any():
         top, bottom = parts["top"][has].astype(float), parts["bottom"][has].astype(float)
@@ -1500,8 +1509,8 @@ def _text_hint(column: str, written: pd.Series, key: str, date_order: str | None
     """What a categorical text column may really hold, when nearly all its cells (``NUMERIC_SHARE``)
     look alike: dates that are not ISO's, two numbers written with '/' ('120/80', '22/7': not
     fractions, which are numbers), ranges of numbers ('40-49', '60+'), a number and its uncertainty
-    ('0.3 ± 0.2'), numbers with magnitude suffixes ('1.2k', '2.5M'), or numbers followed by one unit
-    that is not read ('5 kg');
+    ('0.3 ± 0.2'), numbers with magnitude suffixes ('1.2k', '2.5M'), or numbers after or before one
+    unit that is not read ('5 kg', 'USD 5');
     None otherwise. Looks at the distinct cells (in the order they first appear, so the examples
     are the file's first)."""
     if written.empty:
@@ -1549,6 +1558,12 @@ def _text_hint(column: str, written: pd.Series, key: str, date_order: str | None
     if len(common) and common.iloc[0] >= needed:
         word = common.index[0]
         return (f"column '{column}' holds numbers followed by '{word}' (e.g. '{written[words == word].iloc[0]}'), "
+                f"read as categorical text: if '{word}' is a unit, remove it in the file to read them as numbers")
+    words = written.str.extract(rf"^{_WORD_AND_NUMBER}$")["word"]  # 'USD 1,200', 'EUR 5'
+    common = pd.Series(counts, index=written.index).groupby(words).sum().sort_values(ascending=False)
+    if len(common) and common.iloc[0] >= needed:
+        word = common.index[0]
+        return (f"column '{column}' holds numbers preceded by '{word}' (e.g. '{written[words == word].iloc[0]}'), "
                 f"read as categorical text: if '{word}' is a unit, remove it in the file to read them as numbers")
     return None
 
@@ -1628,6 +1643,33 @@ def _month_name_dates(text: pd.Series) -> pd.Series | None:
     return pd.Series(pd.to_datetime(text.map(read).astype(object)), index=text.index)
 
 
+# a month or a quarter without a day ('2020-01', '2020-Q1', 'Q1 2020'), read as its first day
+# ('01/2020', '1-2020': the month first, the year of four digits, is a month too)
+_MONTH_OR_QUARTER = (r"(?P<y>\d{4})-(?P<m>0[1-9]|1[0-2])|(?P<m2>0?[1-9]|1[0-2])[/-](?P<y2>\d{4})"
+                     r"|(?P<qy>\d{4})[ -]?Q(?P<q>[1-4])|Q(?P<q2>[1-4])[ -]?(?P<qy2>\d{4})")
+
+
+def _months_or_quarters(text: pd.Series) -> tuple[pd.Series | None, str]:
+    """The timestamps of a text column of months ('2020-01', ISO's way, or '01/2020') or of quarters
+    ('2020-Q1', '2020 Q1', 'Q1 2020'), each its first day (``NUMERIC_SHARE`` of its cells; NaT for
+    the others), and which of the two it holds; (None, '') for a column that is neither. Read
+    from the distinct cells."""
+    levels = pd.Series(text.dropna().unique(), dtype="string")
+    if levels.empty or not levels[:20].str.fullmatch(_MONTH_OR_QUARTER).fillna(False).any():
+        return None, ""
+    parts = levels.str.extract(rf"^(?:{_MONTH_OR_QUARTER})$")
+    quarter = parts["q"].fillna(parts["q2"]).astype("Int64")
+    month = parts["m"].fillna(parts["m2"]).astype("Int64").fillna(3 * quarter - 2)
+    year = parts["y"].fillna(parts["y2"]).fillna(parts["qy"]).fillna(parts["qy2"])
+    found = month.notna().to_numpy()
+    iso = year[found] + "-" + month[found].astype("string").str.zfill(2) + "-01"
+    read = dict(zip(levels[found], pd.to_datetime(iso.astype(object), format="ISO8601", errors="coerce")))
+    if text.isin(list(read)).sum() < NUMERIC_SHARE * text.notna().sum():
+        return None, ""
+    what = "quarters" if quarter.notna().sum() > parts["m"].notna().sum() + parts["m2"].notna().sum() else "months"
+    return pd.Series(pd.to_datetime(text.map(read).astype(object)), index=text.index), what
+
+
 _CLOCK = r"(?P<h>\d{1,3}):(?P<m>\d{2})(?::(?P<s>\d{2}(?:\.\d+)?))?(?:[ ]?(?P<half>[AaPp])\.?[Mm]\.?)?"
 
 
@@ -1646,6 +1688,33 @@ def _clock_times(text: pd.Series) -> pd.Series | None:
     hours = hours.mask(half.notna() & (hours == 12), 0) + 12 * (half == "p").astype("Float64").fillna(0)
     value = hours + minutes / 60 + seconds / 3600
     return value.mask(bad.fillna(False)).astype("float64")
+
+
+# a duration written with its units ('1h 30m', '2 hours 5 minutes', '1d 2h', '90s'): days, hours,
+# minutes, seconds, each at most once, in that order
+_UNIT_PART = r"(?P<{0}>\d+(?:\.\d+)?)[ ]?{1}[ ,]*"
+_DURATION = ("(?=\\d)(?:" + _UNIT_PART.format("d", "d(?:ays?)?") + ")?(?:" + _UNIT_PART.format("h", "h(?:ours?|rs?)?")
+             + ")?(?:" + _UNIT_PART.format("m", "m(?:in(?:ute)?s?)?") + ")?(?:"
+             + _UNIT_PART.format("s", "s(?:ec(?:ond)?s?)?") + ")?")
+_SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+
+
+def _unit_durations(text: pd.Series) -> pd.Series | None:
+    """A text column of durations written with their units ('1h 30m', '45m', '2 hours'; ``NUMERIC_SHARE``
+    of its cells) as seconds (5400.0); NaN for the other cells. None for a column that is not one,
+    and for one whose cells all name the same one unit ('45 min', '5m': a number with a unit, which
+    the text hint names, and 'm' may be metres): only two units in a cell, or across the column,
+    make them durations. Read from the distinct cells."""
+    written, counts = _distinct(text.dropna())
+    if written.empty or not written[:20].str.contains(r"\d[ ]?[dhms]", regex=True).any():
+        return None
+    parts = written.str.extract(rf"^{_DURATION}$", flags=re.IGNORECASE)
+    units = parts.notna()
+    matched = units.any(axis=1).to_numpy()
+    if counts[matched].sum() < NUMERIC_SHARE * counts.sum() or units[matched].any(axis=0).sum() < 2:
+        return None
+    seconds = sum(parts[k].astype(float).fillna(0) * v for k, v in _SECONDS.items()).where(matched)
+    return pd.Series(text.map(dict(zip(written, seconds))), index=text.index, dtype="float64")
 
 
 def _iso_dates(text: pd.Series) -> pd.Series | None:
@@ -1752,12 +1821,19 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                     what = f"dates ({leading} first, date_order: {source.date_order})"
                 if dates is None:
                     dates, what = _month_name_dates(text), "dates (with month names)"
+                if dates is None:
+                    dates, which = _months_or_quarters(text)
+                    what = f"{which} (each its first day)"
                 clock = _clock_times(text) if dates is None else None
+                spans = _unit_durations(text) if dates is None and clock is None else None
                 if dates is not None:
                     values, counted = _time_as_numbers(dates)
                     share, timed = float(values[present].notna().mean()), True
                 elif clock is not None:
                     values, counted, what = clock, "hours", "times"
+                    share, timed = float(values[present].notna().mean()), True
+                elif spans is not None:
+                    values, counted, what = spans, "seconds", "durations written with their units"
                     share, timed = float(values[present].notna().mean()), True
             # other notations: also in a column of plain numbers but a few cells ('<0.5' in a lab column,
             # '21-' in a ledger), which would otherwise be missing values; a unit only where it makes the
@@ -1836,6 +1912,11 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                             f"column '{column}': {count} number(s) written with the minus after them, as some "
                             f"accounting exports write negatives (e.g. '{text[first]}'), read as negative "
                             f"({values[first]:g})")
+                    elif notation == "approximate":
+                        record["approximate"] = count
+                        record["notices"].append(
+                            f"column '{column}': {count} number(s) written as approximate (e.g. "
+                            f"'{text[first]}'), read as the number ({values[first]:g})")
                     elif notation == "powers of ten":
                         record["powers_of_ten"] = count
                         record["notices"].append(
