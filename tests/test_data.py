@@ -327,23 +327,23 @@ def test_infinite_words_are_infinite():
      ["2020-01-31", "2020-01-02", "2024-02-29 13:05", "1969-03-01", "2068-03-01"]),
 ])
 def test_dates_in_a_given_order_with_two_digit_years_as_percent_y(order, cells, expected):
-    from seba.core.data import _ordered_dates
+    from seba.core.data import _Cells, _ordered_dates
     written = pd.Series(cells * 5 + ["30/02/2020" if order == "dmy" else "02/30/2020"], dtype="string")
-    dates = _ordered_dates(written, order)
+    dates = _ordered_dates(_Cells.of(written), order)
     assert list(dates[:5]) == [pd.Timestamp(e) for e in expected]
     assert pd.isna(dates.iloc[-1])  # a day that does not exist is missing, not moved to March
-    assert _ordered_dates(pd.Series(["2020-01-31", "x"] * 5, dtype="string"), order) is None  # not such a column
-    assert _ordered_dates(pd.Series(["1/2/2020", "1/2-2020"] * 5, dtype="string"), order) is None  # separators mixed
+    assert _ordered_dates(_Cells.of(pd.Series(["2020-01-31", "x"] * 5, dtype="string")), order) is None  # not such a column
+    assert _ordered_dates(_Cells.of(pd.Series(["1/2/2020", "1/2-2020"] * 5, dtype="string")), order) is None  # separators mixed
 
 
 def test_clock_times_are_hours():
-    from seba.core.data import _clock_times
+    from seba.core.data import _Cells, _clock_times
     cells = ["12:30", "7:05:30", "7:05 PM", "12:00 AM", "12:15 pm", "7:05 p.m.", "125:30", "13:00 PM", "10:75", None]
-    hours = _clock_times(pd.Series(cells * 3, dtype="string"))
+    hours = _clock_times(_Cells.of(pd.Series(cells * 3, dtype="string")))
     assert list(hours[:7]) == pytest.approx([12.5, 7 + 5.5 / 60, 19 + 5 / 60, 0, 12.25, 19 + 5 / 60, 125.5])
     assert hours[7:10].isna().all()  # 13 PM, 75 minutes: not times; a missing cell stays missing
-    assert _clock_times(pd.Series(["12:30", "noon"], dtype="string")) is None  # not 95 % times
-    assert _clock_times(pd.Series(["3:1", "2:0"] * 5, dtype="string")) is None  # a score, not a time
+    assert _clock_times(_Cells.of(pd.Series(["12:30", "noon"], dtype="string"))) is None  # not 95 % times
+    assert _clock_times(_Cells.of(pd.Series(["3:1", "2:0"] * 5, dtype="string"))) is None  # a score, not a time
 
 
 def test_numbers_in_parentheses_are_negatives_only_beside_numbers_without():

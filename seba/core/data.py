@@ -1274,11 +1274,12 @@ def _numeric_cells(text: pd.Series, thousands, decimal) -> float:
     return float(parse_numbers(text[present], thousands, decimal).notna().mean()) if present.any() else 0.0
 
 
-def _without_unit(text: pd.Series) -> tuple[pd.Series, str | None]:
+def _without_unit(text: pd.Series, cells: _Cells | None = None) -> tuple[pd.Series, str | None]:
     """``text`` without the one unit its cells are written with, and that unit: a '%' after a
     number ('12.5%', '12.5 %'), or a currency sign of ``_UNITS`` before or after one ('$1,200',
-    '-$5', '$-5', '5 €'); (``text``, None) when no cell has one, or the cells have several."""
-    written = _distinct(text.dropna())[0]
+    '-$5', '$-5', '5 €'); (``text``, None) when no cell has one, or the cells have several
+    (``cells``: its distinct cells, when the caller has them)."""
+    written = cells.distinct if cells is not None else _distinct(text.dropna())[0]
     found = [unit for unit in _UNITS if written.str.contains(unit, regex=False).any()]
     if len(found) != 1:
         return text, None
@@ -1410,6 +1411,33 @@ def _factorized(text: pd.Series) -> tuple[np.ndarray, pd.Series]:
     return codes, pd.Series(uniques, dtype="string")
 
 
+@dataclass(frozen=True)
+class _Cells:
+    """A text column as its distinct cells: the code of each cell (-1 for a missing one), the
+    distinct cells in the order they first appear ("string" dtype), how many cells hold each, and
+    the column's index. The rules that read dates and times decide on the distinct cells and
+    ``spread`` what they read over the column (a column of 50,000 cells and a dozen words: one
+    factorization for all of them)."""
+    codes: np.ndarray
+    distinct: pd.Series
+    counts: np.ndarray
+    index: pd.Index
+
+    @classmethod
+    def of(cls, text: pd.Series) -> "_Cells":
+        codes, distinct = _factorized(text)
+        return cls(codes, distinct, np.bincount(codes[codes >= 0], minlength=len(distinct)), text.index)
+
+    def share(self, matched) -> float:
+        """The share of the column's non-missing cells whose distinct cell is ``matched`` (a mask)."""
+        total = int(self.counts.sum())
+        return int(self.counts[np.asarray(matched, dtype=bool)].sum()) / total if total else 0.0
+
+    def spread(self, values) -> pd.Series:
+        """``values``, one per distinct cell, as one per cell of the column (missing where the cell is)."""
+        return pd.Series(pd.Series(values).array.take(self.codes, allow_fill=True), index=self.index)
+
+
 def _parenthesised_negatives(text: pd.Series) -> pd.Series | None:
     """``text`` with the numbers written in parentheses, as accounting writes negatives
     ('(1,234.50)', '($5)', '(12%)'), written with a minus instead ('-1,234.50', '-$5', '-12%'),
@@ -1432,6 +1460,12 @@ _TRAILING_MINUS = r"(?P<number>\d[\d,.' ]*)-"  # '1,234.50-', as some accounting
 _FRACTION = r"(?:(?P<whole>[+-]?\d+)(?:[ ]+|-)|(?P<sign>[+-]))?(?P<top>\d+)/(?P<bottom>\d+)"
 # an approximate number ('~5', '≈ 5', 'ca. 1850', 'approx. 12'), read as the number
 _APPROXIMATE = r"(?:[~≈∼]|(?i:ca|approx|circa)\.?(?=[ ]|\d))[ ]*(?P<number>[+-]?\d.*)"
+# the notations read on the way to a number that a notice counts alike: the schema field, how the
+# cells were written and what they were read as
+_NOTATIONS = {"approximate": ("approximate", "as approximate", "the number"),
+              "powers of ten": ("powers_of_ten", "with a power of ten", "their value"),
+              "ordinals": ("ordinals", "as ordinals", "their number"),
+              "fractions": ("fractions", "as fractions", "their value")}
 _PLAIN = r"[+-]?\d[\d,.]*"  # a number as the hints below look for one ('1,234.5', '-0.3')
 _ORDINAL = r"(?P<number>\d+)[ ]?(?i:st|nd|rd|th)"  # '1st', '22nd', '3rd', '4th', '5 th'
 # a number written with a power of ten ('3.2 x 10^6', '1.5×10⁻³', '2*10**4', '10^6'), as lab counts are
@@ -1445,7 +1479,8 @@ _RANGE = (r"[$€£]?(?P<low>\d+(?:\.\d+)?)[ ]*(?:-|–|—|to)[ ]*[$€£]?"
 _OPEN_RANGE = r"[$€£]?\d+(?:\.\d+)?[ ]*[+-]|(?:<=|>=|[<>≤≥])[ ]*[$€£]?\d+(?:\.\d+)?"
 
 
-def _other_notations(text: pd.Series, decimal: str) -> tuple[pd.Series | None, dict[str, pd.Series]]:
+def _other_notations(text: pd.Series, decimal: str,
+                     cells: _Cells | None = None) -> tuple[pd.Series | None, dict[str, pd.Series]]:
     """``text`` with numbers written in six other notations rewritten as plain numbers: for a
     column that also holds plain ones, bounds ('<0.5', '>100', '≤ 3': a value beyond a detection
     limit, as the limit itself) and a minus after the number ('21-'); and fractions ('3/4', '5 1/2',
@@ -1453,8 +1488,8 @@ def _other_notations(text: pd.Series, decimal: str) -> tuple[pd.Series | None, d
     pairs are not read as fractions), ordinals ('1st', '2nd': their number), numbers with a power
     of ten ('3.2 x 10^6', '1.5×10⁻³') and approximate numbers ('~5', 'ca. 1850': the number); and,
     per notation, the cells rewritten (a boolean mask). None when no cell is so written. Looks at the distinct
-    cells only: a categorical column of many rows has few."""
-    codes, distinct = _factorized(text)
+    cells only (``cells``, when the caller has them): a categorical column of many rows has few."""
+    codes, distinct = (cells.codes, cells.distinct) if cells is not None else _factorized(text)
     if distinct.empty or not distinct.str.contains(
             rf"[<>=\u2264\u2265/~\u2248\u223c]|\d-$|\d[ ]?(?i:st|nd|rd|th)$|10(?:\^|\*\*|[\u207b\u207a{_SUPERSCRIPTS}])"
             r"|^(?i:ca|approx|circa)", regex=True).any():
@@ -1505,7 +1540,7 @@ def _other_notations(text: pd.Series, decimal: str) -> tuple[pd.Series | None, d
             {k: pd.Series(present & m.to_numpy(dtype=bool)[codes], index=text.index) for k, m in masks.items()})
 
 
-def _text_hint(column: str, written: pd.Series, key: str, date_order: str | None = None) -> str | None:
+def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = None) -> str | None:
     """What a categorical text column may really hold, when nearly all its cells (``NUMERIC_SHARE``)
     look alike: dates that are not ISO's, two numbers written with '/' ('120/80', '22/7': not
     fractions, which are numbers), ranges of numbers ('40-49', '60+'), a number and its uncertainty
@@ -1513,10 +1548,10 @@ def _text_hint(column: str, written: pd.Series, key: str, date_order: str | None
     unit that is not read ('5 kg', 'USD 5');
     None otherwise. Looks at the distinct cells (in the order they first appear, so the examples
     are the file's first)."""
-    if written.empty:
-        return None
-    needed = NUMERIC_SHARE * len(written)  # cells, for the unit's word
-    written, counts = _distinct(written)
+    written, counts = cells.distinct, cells.counts
+    if written.empty or cells.share(written.str.contains(r"\d", regex=True).to_numpy(dtype=bool)) < NUMERIC_SHARE:
+        return None  # each hint is of cells with digits (the common case, a column of words: one match)
+    needed = NUMERIC_SHARE * int(counts.sum())  # cells, for the unit's word
     if _mostly(written, _OTHER_DATE, counts):
         order, example = _order_shown(written)
         lead = f"column '{column}' holds dates written day and month (e.g. '{example}'), read as categorical text: "
@@ -1595,19 +1630,19 @@ def _full_years(year: pd.Series) -> pd.Series:
     return number.mask(short & (number >= 69), number + 1900).mask(short & (number < 69), number + 2000)
 
 
-def _ordered_dates(text: pd.Series, order: str) -> pd.Series | None:
+def _ordered_dates(cells: _Cells, order: str) -> pd.Series | None:
     """The timestamps of a text column of dates written day / month / year (``order`` 'dmy') or
     month / day / year ('mdy'), ``NUMERIC_SHARE`` of its cells (NaT for the others and for dates
     that do not exist, 31/02/2020); None for a column that is not one. A two-digit year is read as
     Python's %y does: 69-99 are 1969-1999, 00-68 are 2000-2068."""
-    if not _mostly(text.dropna(), _OTHER_DATE):
+    if cells.distinct.empty or not _mostly(cells.distinct, _OTHER_DATE, cells.counts):
         return None
-    parts = text.str.extract(rf"^{_OTHER_DATE}$")
+    parts = cells.distinct.str.extract(rf"^{_OTHER_DATE}$")
     day, month = (parts["first"], parts["second"]) if order == "dmy" else (parts["second"], parts["first"])
     year = _full_years(parts["year"])
     iso = (year.astype("string").str.zfill(4) + "-" + month.str.zfill(2) + "-" + day.str.zfill(2)
            + (" " + parts["time"].str.zfill(5)).fillna(""))
-    return pd.Series(pd.to_datetime(iso.astype(object), format="ISO8601", errors="coerce"), index=text.index)
+    return cells.spread(pd.to_datetime(iso.astype(object), format="ISO8601", errors="coerce"))
 
 
 _MONTHS = {name: k + 1 for k, names in enumerate(
@@ -1620,13 +1655,13 @@ _NAMED_DATES = (r"(?P<d1>\d{1,2})[ /.-](?P<m1>[A-Za-z]{3,9})\.?[ /.-](?P<y1>\d{4
                 r"(?P<m2>[A-Za-z]{3,9})\.? (?P<d2>\d{1,2}),? (?P<y2>\d{4})")
 
 
-def _month_name_dates(text: pd.Series) -> pd.Series | None:
+def _month_name_dates(cells: _Cells) -> pd.Series | None:
     """The timestamps of a text column of dates written with an English month name (``_NAMED_DATES``,
     ``NUMERIC_SHARE`` of its cells; NaT for the others and for dates that do not exist); None for
     a column that is not one. Which number is the day needs no setting: the name is the month. A
-    two-digit year is read as ``_full_years`` reads it. The distinct cells are read, and a column
-    none of whose first 20 distinct cells is such a date costs one pass."""
-    levels = pd.Series(text.dropna().unique(), dtype="string")
+    two-digit year is read as ``_full_years`` reads it. A column none of whose first 20 distinct
+    cells is such a date costs one match."""
+    levels = cells.distinct
     pattern = rf"^(?:{_NAMED_DATES[0]}|{_NAMED_DATES[1]})$"
     if levels.empty or not levels[:20].str.match(pattern).fillna(False).any():
         return None
@@ -1636,11 +1671,9 @@ def _month_name_dates(text: pd.Series) -> pd.Series | None:
     iso = (year.astype("string").str.zfill(4) + "-" + month.astype("Int64").astype("string").str.zfill(2) + "-"
            + day.str.zfill(2))
     named = month.notna().to_numpy()
-    stamps = pd.to_datetime(iso[named].astype(object), format="ISO8601", errors="coerce")
-    read = dict(zip(levels[named], stamps))
-    if text.isin(list(read)).sum() < NUMERIC_SHARE * text.notna().sum():
+    if cells.share(named) < NUMERIC_SHARE:
         return None
-    return pd.Series(pd.to_datetime(text.map(read).astype(object)), index=text.index)
+    return cells.spread(pd.to_datetime(iso.where(named).astype(object), format="ISO8601", errors="coerce"))
 
 
 # a month or a quarter without a day ('2020-01', '2020-Q1', 'Q1 2020'), read as its first day
@@ -1649,12 +1682,11 @@ _MONTH_OR_QUARTER = (r"(?P<y>\d{4})-(?P<m>0[1-9]|1[0-2])|(?P<m2>0?[1-9]|1[0-2])[
                      r"|(?P<qy>\d{4})[ -]?Q(?P<q>[1-4])|Q(?P<q2>[1-4])[ -]?(?P<qy2>\d{4})")
 
 
-def _months_or_quarters(text: pd.Series) -> tuple[pd.Series | None, str]:
+def _months_or_quarters(cells: _Cells) -> tuple[pd.Series | None, str]:
     """The timestamps of a text column of months ('2020-01', ISO's way, or '01/2020') or of quarters
     ('2020-Q1', '2020 Q1', 'Q1 2020'), each its first day (``NUMERIC_SHARE`` of its cells; NaT for
-    the others), and which of the two it holds; (None, '') for a column that is neither. Read
-    from the distinct cells."""
-    levels = pd.Series(text.dropna().unique(), dtype="string")
+    the others), and which of the two it holds; (None, '') for a column that is neither."""
+    levels = cells.distinct
     if levels.empty or not levels[:20].str.fullmatch(_MONTH_OR_QUARTER).fillna(False).any():
         return None, ""
     parts = levels.str.extract(rf"^(?:{_MONTH_OR_QUARTER})$")
@@ -1662,32 +1694,31 @@ def _months_or_quarters(text: pd.Series) -> tuple[pd.Series | None, str]:
     month = parts["m"].fillna(parts["m2"]).astype("Int64").fillna(3 * quarter - 2)
     year = parts["y"].fillna(parts["y2"]).fillna(parts["qy"]).fillna(parts["qy2"])
     found = month.notna().to_numpy()
-    iso = year[found] + "-" + month[found].astype("string").str.zfill(2) + "-01"
-    read = dict(zip(levels[found], pd.to_datetime(iso.astype(object), format="ISO8601", errors="coerce")))
-    if text.isin(list(read)).sum() < NUMERIC_SHARE * text.notna().sum():
+    if cells.share(found) < NUMERIC_SHARE:
         return None, ""
+    iso = year + "-" + month.astype("string").str.zfill(2) + "-01"
     what = "quarters" if quarter.notna().sum() > parts["m"].notna().sum() + parts["m2"].notna().sum() else "months"
-    return pd.Series(pd.to_datetime(text.map(read).astype(object)), index=text.index), what
+    return cells.spread(pd.to_datetime(iso.where(found).astype(object), format="ISO8601", errors="coerce")), what
 
 
 _CLOCK = r"(?P<h>\d{1,3}):(?P<m>\d{2})(?::(?P<s>\d{2}(?:\.\d+)?))?(?:[ ]?(?P<half>[AaPp])\.?[Mm]\.?)?"
 
 
-def _clock_times(text: pd.Series) -> pd.Series | None:
+def _clock_times(cells: _Cells) -> pd.Series | None:
     """A text column of times written hours:minutes[:seconds] ('12:30', '7:05:30', '7:05 PM';
     ``NUMERIC_SHARE`` of its cells) as hours (12.5); NaN for the other cells and for minutes or
     seconds of 60 and more, or an hour past 12 with AM / PM. None for a column that is not one.
     Hours past 23 without AM / PM are kept: a duration written hours:minutes ('125:30')."""
-    if not _mostly(text.dropna(), _CLOCK):
+    if cells.distinct.empty or not _mostly(cells.distinct, _CLOCK, cells.counts):
         return None
-    parts = text.str.extract(rf"^{_CLOCK}$")
+    parts = cells.distinct.str.extract(rf"^{_CLOCK}$")
     hours, minutes = parts["h"].astype("Float64"), parts["m"].astype("Float64")
     seconds = parts["s"].astype("Float64").fillna(0)
     half = parts["half"].str.lower()
     bad = (minutes >= 60) | (seconds >= 60) | (half.notna() & ((hours > 12) | (hours == 0)))
     hours = hours.mask(half.notna() & (hours == 12), 0) + 12 * (half == "p").astype("Float64").fillna(0)
     value = hours + minutes / 60 + seconds / 3600
-    return value.mask(bad.fillna(False)).astype("float64")
+    return cells.spread(value.mask(bad.fillna(False)).astype("float64"))
 
 
 # a duration written with its units ('1h 30m', '2 hours 5 minutes', '1d 2h', '90s'): days, hours,
@@ -1699,34 +1730,32 @@ _DURATION = ("(?=\\d)(?:" + _UNIT_PART.format("d", "d(?:ays?)?") + ")?(?:" + _UN
 _SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 
 
-def _unit_durations(text: pd.Series) -> pd.Series | None:
+def _unit_durations(cells: _Cells) -> pd.Series | None:
     """A text column of durations written with their units ('1h 30m', '45m', '2 hours'; ``NUMERIC_SHARE``
     of its cells) as seconds (5400.0); NaN for the other cells. None for a column that is not one,
     and for one whose cells all name the same one unit ('45 min', '5m': a number with a unit, which
     the text hint names, and 'm' may be metres): only two units in a cell, or across the column,
-    make them durations. Read from the distinct cells."""
-    written, counts = _distinct(text.dropna())
+    make them durations."""
+    written = cells.distinct
     if written.empty or not written[:20].str.contains(r"\d[ ]?[dhms]", regex=True).any():
         return None
     parts = written.str.extract(rf"^{_DURATION}$", flags=re.IGNORECASE)
     units = parts.notna()
     matched = units.any(axis=1).to_numpy()
-    if counts[matched].sum() < NUMERIC_SHARE * counts.sum() or units[matched].any(axis=0).sum() < 2:
+    if cells.share(matched) < NUMERIC_SHARE or units[matched].any(axis=0).sum() < 2:
         return None
-    seconds = sum(parts[k].astype(float).fillna(0) * v for k, v in _SECONDS.items()).where(matched)
-    return pd.Series(text.map(dict(zip(written, seconds))), index=text.index, dtype="float64")
+    return cells.spread(sum(parts[k].astype(float).fillna(0) * v for k, v in _SECONDS.items()).where(matched))
 
 
-def _iso_dates(text: pd.Series) -> pd.Series | None:
+def _iso_dates(cells: _Cells) -> pd.Series | None:
     """The timestamps of a text column of ISO 8601 dates (``NUMERIC_SHARE`` of its cells; NaT for
     the others), in UTC where any cell gives a zone; None for a column that is not one."""
-    written = text.dropna()
-    iso = text.str.fullmatch(_ISO_DATE).fillna(False).astype(bool)
-    if written.empty or iso.sum() < NUMERIC_SHARE * len(written):
+    iso = cells.distinct.str.fullmatch(_ISO_DATE).to_numpy(dtype=bool, na_value=False)
+    if cells.distinct.empty or cells.share(iso) < NUMERIC_SHARE:
         return None
-    cells = text.where(iso).astype(object)
-    zoned = cells.str.contains(r"(?:Z|[+-]\d{2}:?\d{2})$", regex=True).fillna(False).astype(bool).any()
-    return pd.Series(pd.to_datetime(cells, format="ISO8601", utc=zoned, errors="coerce"), index=text.index)
+    dates = cells.distinct.where(iso).astype(object)
+    zoned = dates.str.contains(r"(?:Z|[+-]\d{2}:?\d{2})$", regex=True).fillna(False).astype(bool).any()
+    return cells.spread(pd.to_datetime(dates, format="ISO8601", utc=zoned, errors="coerce"))
 
 
 def _time_as_numbers(series: pd.Series) -> tuple[pd.Series, str]:
@@ -1803,6 +1832,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             record["notices"].append(f"column '{column}': {sum(tokens.values())} cell(s) marked missing "
                                      f"({_quote(tokens)})")
         kind = forced or (None if read_as == "text" else "categorical")
+        distinct = None  # the column's distinct cells, for the rules that read them
         if kind != "categorical":
             negated = _parenthesised_negatives(text)  # accounting's '(1,234.50)' as '-1,234.50'
             cells = text if negated is None else negated
@@ -1813,19 +1843,21 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             numbers, unit, counted = cells, None, None
             notations: dict[str, pd.Series] = {}  # cells written as bounds, with a minus after, as fractions
             timed = False  # dates or clock times read the column
+            if share < 1 and present.any():  # a column of words has few
+                distinct = _Cells.of(text)
             if share < NUMERIC_SHARE and present.any():
-                dates, what = _iso_dates(text), "dates"
+                dates, what = _iso_dates(distinct), "dates"
                 if dates is None and source.date_order:
-                    dates = _ordered_dates(text, source.date_order)
+                    dates = _ordered_dates(distinct, source.date_order)
                     leading = "day" if source.date_order == "dmy" else "month"
                     what = f"dates ({leading} first, date_order: {source.date_order})"
                 if dates is None:
-                    dates, what = _month_name_dates(text), "dates (with month names)"
+                    dates, what = _month_name_dates(distinct), "dates (with month names)"
                 if dates is None:
-                    dates, which = _months_or_quarters(text)
+                    dates, which = _months_or_quarters(distinct)
                     what = f"{which} (each its first day)"
-                clock = _clock_times(text) if dates is None else None
-                spans = _unit_durations(text) if dates is None and clock is None else None
+                clock = _clock_times(distinct) if dates is None else None
+                spans = _unit_durations(distinct) if dates is None and clock is None else None
                 if dates is not None:
                     values, counted = _time_as_numbers(dates)
                     share, timed = float(values[present].notna().mean()), True
@@ -1839,7 +1871,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             # '21-' in a ledger), which would otherwise be missing values; a unit only where it makes the
             # column numeric ('12%' in a few cells of plain numbers may be another scale: missing, warned)
             if not timed and share < 1 and present.any():
-                other, notations = _other_notations(cells, source.decimal)
+                other, notations = _other_notations(cells, source.decimal, distinct if cells is text else None)
                 if other is not None:
                     other_values = parse_numbers(other, source.thousands, source.decimal)
                     other_share = float(other_values[present].notna().mean())
@@ -1848,7 +1880,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                     else:
                         notations = {}
             if not timed and share < NUMERIC_SHARE and present.any():
-                bare, unit = _without_unit(cells)
+                bare, unit = _without_unit(cells, distinct if cells is text else None)
                 if unit:
                     numbers, bare_values = bare, parse_numbers(bare, source.thousands, source.decimal)
                     bare_share = float(bare_values[present].notna().mean())
@@ -1912,27 +1944,14 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                             f"column '{column}': {count} number(s) written with the minus after them, as some "
                             f"accounting exports write negatives (e.g. '{text[first]}'), read as negative "
                             f"({values[first]:g})")
-                    elif notation == "approximate":
-                        record["approximate"] = count
+                    else:  # approximate, powers of ten, ordinals, fractions: a count and one example
+                        field, written, read_as = _NOTATIONS[notation]
+                        record[field] = count
                         record["notices"].append(
-                            f"column '{column}': {count} number(s) written as approximate (e.g. "
-                            f"'{text[first]}'), read as the number ({values[first]:g})")
-                    elif notation == "powers of ten":
-                        record["powers_of_ten"] = count
-                        record["notices"].append(
-                            f"column '{column}': {count} number(s) written with a power of ten (e.g. "
-                            f"'{text[first]}'), read as their value ({values[first]:g})")
-                    elif notation == "ordinals":
-                        record["ordinals"] = count
-                        record["notices"].append(
-                            f"column '{column}': {count} number(s) written as ordinals (e.g. '{text[first]}'), "
-                            f"read as their number ({values[first]:g}), which keeps their order: list "
-                            f"'{column}' in '{key}.categorical' to keep them as levels")
-                    else:
-                        record["fractions"] = count
-                        record["notices"].append(
-                            f"column '{column}': {count} number(s) written as fractions (e.g. '{text[first]}'), "
-                            f"read as their value ({values[first]:g})")
+                            f"column '{column}': {count} number(s) written {written} (e.g. '{text[first]}'), "
+                            f"read as {read_as} ({values[first]:g})"
+                            + (f", which keeps their order: list '{column}' in '{key}.categorical' to keep them "
+                               f"as levels" if notation == "ordinals" else ""))
                 if "fractions" in notations:  # their values, written '0.125', are not digit groups
                     numbers = numbers.mask(notations["fractions"].fillna(False).astype(bool))
                 if forced is None and not counted:  # '05:30' and '05/01/2020' are times, not codes
@@ -1957,7 +1976,8 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             else:
                 record["number_share"] = round(share, 4)
                 if forced is None and present.any():
-                    _refuse_foreign_numbers(column, numbers, source, key, where, unit)
+                    _refuse_foreign_numbers(column, numbers, source, key, where, unit,
+                                            distinct if numbers is text else None)
                     # not for dates that date_order does not read: the text hint names the order they
                     # show (listing the column in `numeric` would read them wrongly)
                     if share >= 0.5 and not _misread_dates(text.dropna(), source.date_order):
@@ -1975,7 +1995,8 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             if spaced:  # not for numbers, whose digit groups a no-break space separates ('1 234,5')
                 record["notices"].append(_spaces_note(f"column '{column}'", spaced))
             if forced is None and read_as == "text":
-                hint = _text_hint(column, text.dropna(), key, source.date_order)
+                hint = _text_hint(column, distinct if distinct is not None else _Cells.of(text), key,
+                                  source.date_order)
                 if hint:
                     record["notices"].append(hint)
                 else:
@@ -2091,7 +2112,10 @@ def _spellings(text: pd.Series) -> dict[str, list[list[str]]]:
     words = levels.where(numbers.isna())
     for kind, keys in (("number", numbers), ("case", words.str.lower()),
                        ("spacing", words.str.replace(r"\s+", " ", regex=True))):
-        groups = levels[keys.notna()].groupby(keys[keys.notna()]).agg(list)
+        present = keys.notna()
+        if not keys[present].duplicated().any():  # most columns: no two cells alike (a groupby costs ~2 ms)
+            continue
+        groups = levels[present].groupby(keys[present]).agg(list)
         found[kind] = [sorted(map(str, g)) for g in groups if len(g) > 1]
     return found
 
@@ -2120,12 +2144,13 @@ def _grouped_like(text: pd.Series, mark: str) -> str | None:
 
 
 def _refuse_foreign_numbers(column: str, text: pd.Series, source, key: str, where: str,
-                            unit: str | None = None) -> None:
+                            unit: str | None = None, cells: _Cells | None = None) -> None:
     """A text column that is numbers written with a thousands separator or a decimal comma (which
     the source's settings do not read) is an error naming the setting that reads it (``text``: its
-    cells without the ``unit`` they are written with, if any)."""
+    cells without the ``unit`` they are written with, if any; ``cells``: its distinct cells, when the
+    caller has them)."""
     written = text.dropna()
-    distinct, counts = _distinct(written)
+    distinct, counts = (cells.distinct, cells.counts) if cells is not None else _distinct(written)
     if counts[distinct.str.contains(r"\d", regex=True).to_numpy(dtype=bool)].sum() / len(written) < NUMERIC_SHARE:
         return  # not numbers in any convention (the common case: names, codes with letters)
     fits = []
