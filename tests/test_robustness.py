@@ -2534,6 +2534,29 @@ def test_a_parquet_categorical_of_numbers_stays_categorical(repo):
     assert records["count"]["kind"] == "numeric"
 
 
+def test_rows_without_any_feature_value_are_dropped_and_counted(repo):
+    """A row with a class and every feature cell empty or a missing mark (a spacer row, a row whose
+    only value was in a dropped column) was kept: imputed, it is the mean of every feature, chance
+    as a query and a pull towards the mean as support. It is dropped now, with a note naming the
+    rows, and counted in the fetch record and the schema report; a row with one feature value stays."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table, schema_report
+
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(2, 60)).round(3)
+    lines = ["a,b,note,label"] + [
+        f",,,{'pq'[i % 2]}" if i % 10 == 3 else f"?,{b[i]},,{'pq'[i % 2]}" if i == 5 else f"{a[i]},{b[i]},,{'pq'[i % 2]}"
+        for i in range(60)]
+    (repo / "data" / "local" / "spacers.csv").write_text("\n".join(lines) + "\n")
+    read, info = load_local_table("spacers", SourceConfig(path="data/local/spacers.csv", target="label"), repo)
+    assert len(read) == 54 and info["dropped_rows"] == 6 and read["b"].notna().all()
+    assert "dropped 6 rows without any feature value (every feature cell empty or missing: rows 3, 13, 23, 33, 43, " \
+           "..., counted from 0 over the file's data rows)" in info["notes"]
+    assert np.isnan(read["a"][4]) and read["b"][4] == b[5]  # row 5 (one value) kept
+    table = encode_table(read)
+    assert schema_report("spacers", read, table, {})["summary"]["rows_without_features"] == 6
+
+
 def test_a_target_class_spelled_like_a_missing_value_mark_warns_when_its_rows_are_dropped(repo, capsys):
     """Rows whose target is a missing-value mark are dropped as rows without a target; where three
     or more are ('None' x10: as many as a class needs), the note is a warning naming the mark and

@@ -2445,6 +2445,16 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         raise DataError(f"{where}: {kept} besides the target '{source.target}'"
                         + (f" (dropped {dropped})" if dropped else "") + f"; {FEATURES_NEEDED}")
     result = pd.DataFrame(out)
+    featureless = result.isna().all(axis=1).to_numpy()
+    if featureless.any():  # a class and nothing to tell it by: as a query, chance; as support, the mean
+        rows = target.index[featureless]
+        notes.append(f"dropped {int(featureless.sum())} rows without any feature value (every feature cell empty "
+                     f"or missing: {_rows(rows)}, counted from 0 over the file's data rows)")
+        result = result[~featureless].reset_index(drop=True)
+        target = target[~featureless]
+        if target.nunique() < 2:
+            raise DataError(f"{where}: the rows with a feature value hold {target.nunique()} class(es) of target "
+                            f"column '{source.target}'; classification needs at least two")
     if LABEL in result.columns:  # a feature called like the label column: rename it to a free name
         free = next(name for name in (f"{LABEL}_feature", *(f"{LABEL}_feature_{i}" for i in range(2, len(out) + 2)))
                     if name not in result.columns)
@@ -2475,10 +2485,13 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
             log(f"[{stage} {name}] {line}")
         for line in record["warnings"]:
             log(f"[{stage} {name}] WARNING {line}")
+    empty = int(featureless.sum())
+    if empty:
+        table_counts["rows_without_features"] = empty
     result.attrs[SCHEMA_ATTR] = json.dumps({"target": source.target, "rows_without_target": unlabeled, **table_counts,
                                             "columns": records})
     return result, {"source": "local", "file": source.path, "sha256": sha256_file(path),
-                    "target": source.target, "dropped_rows": unlabeled, "notes": notes, "columns": records}
+                    "target": source.target, "dropped_rows": unlabeled + empty, "notes": notes, "columns": records}
 
 
 # --------------------------------------------------------------------------- encoding
@@ -2789,7 +2802,8 @@ def schema_report(name: str, frame: pd.DataFrame, table: EncodedTable, notes: di
                "converted_cells": int(sum(sum(c.get("converted_to_missing", {}).values()) for c in columns)),
                "missing_cells": int(sum(c.get("missing", 0) for c in columns)),
                "columns_with_warnings": sum("warnings" in c for c in columns)}
-    for key in ("rows_without_target", "repeated_rows", "rows_sharing_features", "columns_giving_the_class"):
+    for key in ("rows_without_target", "rows_without_features", "repeated_rows", "rows_sharing_features",
+                "columns_giving_the_class"):
         if fetched.get(key):
             summary[key] = fetched[key]
     dropped = ", ".join(f"'{c['column']}' ({c['reason']})" for c in columns if c["kind"] == "dropped")
