@@ -2822,6 +2822,27 @@ def test_months_quarters_durations_with_units_and_approximate_numbers_are_number
         "unit, remove it in the file to read them as numbers"]
 
 
+def test_every_count_of_a_columns_notation_reaches_the_schema_report(repo):
+    """The schema report carries what each column's record counts: the unit, the negatives, the
+    bounds, fractions, ordinals, powers of ten and approximate numbers (ordinals, powers of ten and
+    approximate numbers were counted in the fetch record only)."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table, schema_report
+
+    plain = [f"{1 + (i * 7) % 23 / 4:.2f}" for i in range(40)]
+    frame = pd.DataFrame({
+        "lab": ["<0.5"] + plain[1:], "ledger": ["21-"] + plain[1:], "size": ["9 1/2"] + plain[1:],
+        "rank": ["3rd"] + plain[1:], "count": ["3 x 10^6"] + plain[1:], "year": ["~5"] + plain[1:],
+        "price": [f"${v}" for v in plain], "label": ["ab"[i % 2] for i in range(40)]})
+    frame.to_csv(repo / "data" / "local" / "counted.csv", index=False)
+    read, _ = load_local_table("counted", SourceConfig(path="data/local/counted.csv", target="label"), repo)
+    entries = {e["column"]: e for e in schema_report("counted", read, encode_table(read), {})["columns"]}
+    expected = {"lab": ("bounds", 1), "ledger": ("negatives", "trailing minus"), "size": ("fractions", 1),
+                "rank": ("ordinals", 1), "count": ("powers_of_ten", 1), "year": ("approximate", 1),
+                "price": ("unit", "$")}
+    assert {name: (field, entries[name].get(field)) for name, (field, _) in expected.items()} == expected
+
+
 def test_ordinals_are_numbers_and_ranges_of_numbers_get_a_hint(repo):
     """Ordinals ('1st', '2nd', '3RD', '4 th') were categorical levels without a word, their order
     lost: they are their number now, with a notice and their count in the schema record (as levels

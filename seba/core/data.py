@@ -2744,6 +2744,11 @@ def schema_metrics(table: EncodedTable, report: dict) -> dict:
             **{f"schema_{k}": v for k, v in report["summary"].items() if k not in ("rows", "classes")}}
 
 
+# what a local column's record says of how it was read, carried into the schema report
+_REPORTED = ("read_as", "forced", "unit", "negatives", "time_as", "leading_zeros", "merged_integers", "bounds",
+             *(field for field, _, _ in _NOTATIONS.values()))
+
+
 def schema_report(name: str, frame: pd.DataFrame, table: EncodedTable, notes: dict) -> dict:
     """What became of every column of a raw table: numeric, categorical (levels kept, levels
     folded into "other") or dropped (why), its missing cells, and every value converted to
@@ -2755,9 +2760,7 @@ def schema_report(name: str, frame: pd.DataFrame, table: EncodedTable, notes: di
     columns, warnings = [], []
     for record in records:
         column = record.get("renamed", record["column"])
-        entry = {"column": column, **{k: record[k] for k in ("read_as", "forced", "unit", "negatives", "time_as",
-                                                             "leading_zeros", "merged_integers", "bounds",
-                                                             "fractions") if record.get(k)}}
+        entry = {"column": column, **{k: record[k] for k in _REPORTED if record.get(k)}}
         lines = list(record.get("warnings", []))
         note = notes.get(column, {})
         if column in groups:
