@@ -2843,6 +2843,34 @@ def test_every_count_of_a_columns_notation_reaches_the_schema_report(repo):
     assert {name: (field, entries[name].get(field)) for name, (field, _) in expected.items()} == expected
 
 
+def test_typeset_fractions_and_minuses_are_numbers_and_pairs_get_a_hint(repo):
+    """Fractions of one character ('9½', '¾') and a minus typeset as a dash ('–0.5', as text copied
+    from a PDF writes it) were categorical text (a warning offered to make them missing): they are
+    numbers now, the fractions counted. Two numbers per cell written with 'x' ('1920x1080') or a
+    comma and a space ('40.7128, -74.0060') stay text with a notice to write two columns."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    frame = pd.DataFrame({
+        "size": ["9\u00bd", "\u00be", "7", "1 \u215b", "-2\u00bc"] * 8,
+        "change": ["\u20130.5", "1.25", "\u20133", "\uff0d2", "4"] * 8,
+        "screen": [f"{640 + 10 * i}x{480 + i}" for i in range(40)],
+        "where": [f"{40 + i / 100:.4f}, {-74 - i / 100:.4f}" for i in range(40)],
+        "label": ["ab"[i % 2] for i in range(40)]})
+    frame.to_csv(repo / "data" / "local" / "typeset.csv", index=False)
+    read, info = load_local_table("typeset", SourceConfig(path="data/local/typeset.csv", target="label"), repo)
+    records = {r["column"]: r for r in info["columns"]}
+    np.testing.assert_array_equal(read["size"].to_numpy(), [9.5, 0.75, 7, 1.125, -2.25] * 8)
+    assert records["size"]["fractions"] == 32 and not records["size"]["warnings"]
+    np.testing.assert_array_equal(read["change"].to_numpy(), [-0.5, 1.25, -3, -2, 4] * 8)
+    assert not records["change"]["warnings"]
+    for name, example in (("screen", "640x480"), ("where", "40.0000, -74.0000")):
+        assert records[name]["kind"] == "categorical" and records[name]["notices"] == [
+            f"column '{name}' holds two numbers per cell (e.g. '{example}'), read as categorical text: if they are "
+            f"two measurements (a width and a height, a latitude and a longitude), write them as two columns in "
+            f"the file"]
+
+
 def test_ordinals_are_numbers_and_ranges_of_numbers_get_a_hint(repo):
     """Ordinals ('1st', '2nd', '3RD', '4 th') were categorical levels without a word, their order
     lost: they are their number now, with a notice and their count in the schema record (as levels

@@ -28,6 +28,7 @@ import unicodedata
 import warnings
 import zipfile
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -328,6 +329,8 @@ def _ascii_digits(decimal: str) -> dict[int, str]:
 
 
 _OTHER_DIGIT = r"(?![0-9])\d"  # a decimal digit of another script than ASCII's
+# a dash before a number, as typeset text writes a minus: figure and en dash, small and fullwidth hyphen-minus
+_DASH_MINUS = r"^[\u2012\u2013\ufe63\uff0d](?=[\d.,])"
 
 
 _REPEATS_SEEN = 1024  # the first cells of a column that tell whether its values repeat
@@ -350,8 +353,10 @@ def parse_numbers(text: pd.Series, thousands: str | None = None, decimal: str = 
             distinct = parse_numbers(uniques, thousands, decimal).to_numpy()
             return pd.Series(np.where(codes >= 0, distinct[codes], np.nan), index=text.index, dtype="float64")
     text = text.str.replace("\u2212", "-", regex=False)
-    if not _ascii(text) and text.str.contains(_OTHER_DIGIT, regex=True).any():
-        text = text.str.translate(_ascii_digits(decimal))
+    if not _ascii(text):
+        text = text.str.replace(_DASH_MINUS, "-", regex=True)  # '–5', as typeset text copied writes it
+        if text.str.contains(_OTHER_DIGIT, regex=True).any():
+            text = text.str.translate(_ascii_digits(decimal))
     separator = _separator(thousands)
     digits = r"\d+" if thousands is None else rf"[1-9]\d{{0,2}}(?:{separator}\d{{3}})+|\d+"
     mark = re.escape(decimal)
@@ -1467,6 +1472,10 @@ _NOTATIONS = {"approximate": ("approximate", "as approximate", "the number"),
               "ordinals": ("ordinals", "as ordinals", "their number"),
               "fractions": ("fractions", "as fractions", "their value")}
 _PLAIN = r"[+-]?\d[\d,.]*"  # a number as the hints below look for one ('1,234.5', '-0.3')
+# fractions of one character ('½', '9¾'), read as the fraction they stand for
+_VULGAR_PARTS = {chr(c): "/".join(str(k) for k in Fraction(unicodedata.numeric(chr(c))).limit_denominator(10)
+                                  .as_integer_ratio()) for c in (*range(0xBC, 0xBF), *range(0x2150, 0x215F))}
+_VULGAR = f"[{''.join(_VULGAR_PARTS)}]"
 _ORDINAL = r"(?P<number>\d+)[ ]?(?i:st|nd|rd|th)"  # '1st', '22nd', '3rd', '4th', '5 th'
 # a number written with a power of ten ('3.2 x 10^6', '1.5×10⁻³', '2*10**4', '10^6'), as lab counts are
 _SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹"  # ⁰¹²³⁴⁵⁶⁷⁸⁹
@@ -1492,7 +1501,7 @@ def _other_notations(text: pd.Series, decimal: str,
     codes, distinct = (cells.codes, cells.distinct) if cells is not None else _factorized(text)
     if distinct.empty or not distinct.str.contains(
             rf"[<>=\u2264\u2265/~\u2248\u223c]|\d-$|\d[ ]?(?i:st|nd|rd|th)$|10(?:\^|\*\*|[\u207b\u207a{_SUPERSCRIPTS}])"
-            r"|^(?i:ca|approx|circa)", regex=True).any():
+            rf"|^(?i:ca|approx|circa)|{_VULGAR}", regex=True).any():
         return None, {}
     rewritten, masks = distinct, {}
     approximate = distinct.str.extract(rf"^{_APPROXIMATE}$")["number"]
@@ -1520,7 +1529,8 @@ def _other_notations(text: pd.Series, decimal: str,
     if trailing.notna().any() and not trailing.notna().all():
         rewritten = rewritten.mask(trailing.notna(), "-" + trailing.str.strip())
         masks["trailing minus"] = trailing.notna()
-    parts = read.str.extract(rf"^{_FRACTION}$")
+    parts = read.str.replace(_VULGAR, lambda m: f" {_VULGAR_PARTS[m.group(0)]}", regex=True).str.strip(
+        ).str.extract(rf"^{_FRACTION}$")  # '9½' as '9 1/2'
     has = parts["top"].notna()
     if has.any():
         top, bottom = parts["top"][has].astype(float), parts["bottom"][has].astype(float)
@@ -1568,6 +1578,12 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
         return (f"column '{column}' holds two numbers per cell, written with '/' (e.g. '{example}'), read as "
                 f"categorical text: if they are a day and a month, write them as dates with the year; if two "
                 f"measurements (a blood pressure), as two columns in the file")
+    pair = rf"{_PLAIN}[ ]*[x\u00d7][ ]*{_PLAIN}|{_PLAIN}[,;][ ]+{_PLAIN}"  # '1920x1080', '40.71, -74.01'
+    if _mostly(written, pair, counts):
+        example = written[written.str.fullmatch(pair)].iloc[0]
+        return (f"column '{column}' holds two numbers per cell (e.g. '{example}'), read as categorical text: if "
+                f"they are two measurements (a width and a height, a latitude and a longitude), write them as two "
+                f"columns in the file")
     if _mostly(written, rf"{_PLAIN}[ ]*(?:±|\+/-|\+-)[ ]*{_PLAIN}", counts):  # '0.3 ± 0.2'
         example = written[written.str.contains("±|\\+/?-", regex=True)].iloc[0]
         return (f"column '{column}' holds a number and its uncertainty per cell (e.g. '{example}'), read as "
