@@ -40,6 +40,17 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _read_own(repo: Path, name: str, frame: pd.DataFrame, **source) -> tuple[pd.DataFrame, dict[str, dict]]:
+    """``frame`` written as repo/data/local/<name>.csv and read as fetch reads it (target 'label',
+    ``source`` the other options): the table and each column's record by name."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    frame.to_csv(repo / "data" / "local" / f"{name}.csv", index=False)
+    read, info = load_local_table(name, SourceConfig(path=f"data/local/{name}.csv", target="label", **source), repo)
+    return read, {r["column"]: r for r in info["columns"]}
+
+
 @pytest.fixture()
 def repo(tmp_path, monkeypatch):
     """A temporary repo: dvc.yaml, params.yaml (diabetes only), the diabetes snapshot, diabetes's
@@ -2689,9 +2700,7 @@ def test_bounds_trailing_minuses_and_fractions_are_numbers(repo):
         "pressure": [f"{100 + i}/{60 + i % 30}" for i in range(40)],
         "day": [f"{1 + i % 28}/{1 + i % 12}" for i in range(40)],
         "label": ["ab"[i % 2] for i in range(40)]})
-    frame.to_csv(repo / "data" / "local" / "written.csv", index=False)
-    read, info = load_local_table("written", SourceConfig(path="data/local/written.csv", target="label"), repo)
-    records = {r["column"]: r for r in info["columns"]}
+    read, records = _read_own(repo, "written", frame)
     np.testing.assert_array_equal(read["lab"].to_numpy(), [float(v) for v in plain[:36]] + [0.5, 0.5, 0.4, 100])
     assert records["lab"]["bounds"] == 4 and not records["lab"]["warnings"]
     assert records["lab"]["notices"] == ["column 'lab': 4 number(s) written as bounds ('<0.5' x2, '\u2264 0.4' x1, "
@@ -2723,9 +2732,6 @@ def test_a_few_cells_in_another_notation_among_plain_numbers_are_numbers_too(rep
     plain numbers (under 5 %, the numeric share) was a missing value with a warning, while the
     same cells in a larger share were numbers: now they are numbers however few, with the notice;
     a unit in a few cells stays a missing value (it may be another scale)."""
-    from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
-
     plain = [f"{1 + (i * 7) % 23 / 4:.2f}" for i in range(100)]
     frame = pd.DataFrame({
         "lab": ["<0.5"] + plain[1:],
@@ -2734,9 +2740,7 @@ def test_a_few_cells_in_another_notation_among_plain_numbers_are_numbers_too(rep
         "rank": ["3rd"] + plain[1:],
         "share": ["12%"] + plain[1:],
         "label": ["ab"[i % 2] for i in range(100)]})
-    frame.to_csv(repo / "data" / "local" / "few.csv", index=False)
-    read, info = load_local_table("few", SourceConfig(path="data/local/few.csv", target="label"), repo)
-    records = {r["column"]: r for r in info["columns"]}
+    read, records = _read_own(repo, "few", frame)
     rest = [float(v) for v in plain]
     for name, first in (("lab", [0.5]), ("ledger", [-21, -3.5]), ("size", [9.5]), ("rank", [3])):
         np.testing.assert_array_equal(read[name].to_numpy(), first + rest[len(first):])
@@ -2761,9 +2765,7 @@ def test_powers_of_ten_are_numbers_and_uncertainties_and_magnitudes_get_a_hint(r
         "mass": [f"{i / 10:.1f} \u00b1 0.2" for i in range(40)],
         "followers": ["1.2k", "3k", "450", "2.5M", "800"] * 8,
         "label": ["ab"[i % 2] for i in range(40)]})
-    frame.to_csv(repo / "data" / "local" / "lab.csv", index=False)
-    read, info = load_local_table("lab", SourceConfig(path="data/local/lab.csv", target="label"), repo)
-    records = {r["column"]: r for r in info["columns"]}
+    read, records = _read_own(repo, "lab", frame)
     np.testing.assert_allclose(read["count"].to_numpy(), [3.2e6, 1.5e-3, 2e4, 1e6, -4.1e-2, 7, np.nan, 800] * 5)
     assert records["count"]["powers_of_ten"] == 25 and not records["count"]["warnings"]
     assert records["count"]["notices"] == [
@@ -2790,20 +2792,16 @@ def test_months_quarters_durations_with_units_and_approximate_numbers_are_number
     quarter as days since the column's earliest first day, a duration as seconds). One unit in every
     cell ('45 min') is not a duration but a number with a unit, which the notice names, and so is
     a unit before the number ('USD 83')."""
-    from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
-
     frame = pd.DataFrame({
         "month": ["2020-01", "2020-02", "03/2021", "12-2019", None] * 8,
         "quarter": ["2020-Q1", "2020 Q2", "Q3 2021", "Q4-2019"] * 10,
         "wait": ["1h 30m", "2h", "45m", "1d 2h", "90s", "2 hours 5 minutes", "3 hrs, 10 mins", None] * 5,
+        "lap": ["1M 5S", "45S", "2M"] * 13 + ["1M"],  # upper case
         "minutes": [f"{5 * i} min" for i in range(40)],
         "year": ["~5", "\u2248 5.5", "ca. 1850", "approx. 12", "~1/2", "7", "circa 1900", "8"] * 5,
         "price": [f"USD {10 * i}" for i in range(40)],
         "label": ["ab"[i % 2] for i in range(40)]})
-    frame.to_csv(repo / "data" / "local" / "spans.csv", index=False)
-    read, info = load_local_table("spans", SourceConfig(path="data/local/spans.csv", target="label"), repo)
-    records = {r["column"]: r for r in info["columns"]}
+    read, records = _read_own(repo, "spans", frame)
     np.testing.assert_array_equal(read["month"].to_numpy(), [31, 62, 456, 0, np.nan] * 8)  # days since 2019-12-01
     assert records["month"]["notices"] == [
         "column 'month': months (each its first day) read as numbers, days since the column's earliest, 2019-12-01 "
@@ -2813,6 +2811,7 @@ def test_months_quarters_durations_with_units_and_approximate_numbers_are_number
     np.testing.assert_array_equal(read["wait"].to_numpy(), [5400, 7200, 2700, 93600, 90, 7500, 11400, np.nan] * 5)
     assert records["wait"]["time_as"] == "seconds" and records["wait"]["notices"] == [
         "column 'wait': durations written with their units read as numbers, seconds (e.g. '1h 30m' is 5400)"]
+    np.testing.assert_array_equal(read["lap"].to_numpy(), [65, 45, 120] * 13 + [60])
     assert records["minutes"]["kind"] == "categorical" and "followed by 'min'" in records["minutes"]["notices"][0]
     np.testing.assert_array_equal(read["year"].to_numpy(), [5, 5.5, 1850, 12, 0.5, 7, 1900, 8] * 5)
     assert records["year"]["approximate"] == 30 and records["year"]["notices"][0] == (
@@ -2848,18 +2847,13 @@ def test_typeset_fractions_and_minuses_are_numbers_and_pairs_get_a_hint(repo):
     from a PDF writes it) were categorical text (a warning offered to make them missing): they are
     numbers now, the fractions counted. Two numbers per cell written with 'x' ('1920x1080') or a
     comma and a space ('40.7128, -74.0060') stay text with a notice to write two columns."""
-    from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
-
     frame = pd.DataFrame({
         "size": ["9\u00bd", "\u00be", "7", "1 \u215b", "-2\u00bc"] * 8,
         "change": ["\u20130.5", "1.25", "\u20133", "\uff0d2", "4"] * 8,
         "screen": [f"{640 + 10 * i}x{480 + i}" for i in range(40)],
         "where": [f"{40 + i / 100:.4f}, {-74 - i / 100:.4f}" for i in range(40)],
         "label": ["ab"[i % 2] for i in range(40)]})
-    frame.to_csv(repo / "data" / "local" / "typeset.csv", index=False)
-    read, info = load_local_table("typeset", SourceConfig(path="data/local/typeset.csv", target="label"), repo)
-    records = {r["column"]: r for r in info["columns"]}
+    read, records = _read_own(repo, "typeset", frame)
     np.testing.assert_array_equal(read["size"].to_numpy(), [9.5, 0.75, 7, 1.125, -2.25] * 8)
     assert records["size"]["fractions"] == 32 and not records["size"]["warnings"]
     np.testing.assert_array_equal(read["change"].to_numpy(), [-0.5, 1.25, -3, -2, 4] * 8)
@@ -2889,9 +2883,7 @@ def test_ordinals_are_numbers_and_ranges_of_numbers_get_a_hint(repo):
         "month": ["01-2020", "02-2020", "11-2021", "12-2019"] * 10,
         "score": ["3-1", "1-2", "0-0", "2-2"] * 10,
         "label": ["ab"[i % 2] for i in range(40)]})
-    frame.to_csv(repo / "data" / "local" / "binned.csv", index=False)
-    read, info = load_local_table("binned", SourceConfig(path="data/local/binned.csv", target="label"), repo)
-    records = {r["column"]: r for r in info["columns"]}
+    read, records = _read_own(repo, "binned", frame)
     np.testing.assert_array_equal(read["grade"].to_numpy(), [1, 2, 3, 4, 11, 12, np.nan, 21] * 5)
     assert records["grade"]["ordinals"] == 30 and not records["grade"]["warnings"]
     assert records["grade"]["notices"] == [

@@ -1553,9 +1553,10 @@ def _other_notations(text: pd.Series, decimal: str,
 def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = None) -> str | None:
     """What a categorical text column may really hold, when nearly all its cells (``NUMERIC_SHARE``)
     look alike: dates that are not ISO's, two numbers written with '/' ('120/80', '22/7': not
-    fractions, which are numbers), ranges of numbers ('40-49', '60+'), a number and its uncertainty
-    ('0.3 ± 0.2'), numbers with magnitude suffixes ('1.2k', '2.5M'), or numbers after or before one
-    unit that is not read ('5 kg', 'USD 5');
+    fractions, which are numbers), two numbers written with 'x' or ', ' ('1920x1080', '40.71, -74.01'),
+    a number and its uncertainty ('0.3 ± 0.2'), numbers with magnitude suffixes ('1.2k', '2.5M'),
+    ranges of numbers ('40-49', '60+'), or numbers after or before one unit that is not read
+    ('5 kg', 'USD 5');
     None otherwise. Looks at the distinct cells (in the order they first appear, so the examples
     are the file's first)."""
     written, counts = cells.distinct, cells.counts
@@ -1753,7 +1754,7 @@ def _unit_durations(cells: _Cells) -> pd.Series | None:
     the text hint names, and 'm' may be metres): only two units in a cell, or across the column,
     make them durations."""
     written = cells.distinct
-    if written.empty or not written[:20].str.contains(r"\d[ ]?[dhms]", regex=True).any():
+    if written.empty or not written[:20].str.contains(r"\d[ ]?[dhmsDHMS]", regex=True).any():
         return None
     parts = written.str.extract(rf"^{_DURATION}$", flags=re.IGNORECASE)
     units = parts.notna()
