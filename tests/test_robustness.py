@@ -2882,6 +2882,7 @@ def test_ordinals_are_numbers_and_ranges_of_numbers_get_a_hint(repo):
         "band": ["0-14", "15-64", "65-", "15-64"] * 10,
         "month": ["01-2020", "02-2020", "11-2021", "12-2019"] * 10,
         "score": ["3-1", "1-2", "0-0", "2-2"] * 10,
+        "bins": ["1-1000", "5-5000", "2-2000", "9-9000"] * 10,  # not months: 1000 and 5000 are no years
         "label": ["ab"[i % 2] for i in range(40)]})
     read, records = _read_own(repo, "binned", frame)
     np.testing.assert_array_equal(read["grade"].to_numpy(), [1, 2, 3, 4, 11, 12, np.nan, 21] * 5)
@@ -2889,7 +2890,7 @@ def test_ordinals_are_numbers_and_ranges_of_numbers_get_a_hint(repo):
     assert records["grade"]["notices"] == [
         "column 'grade': 30 number(s) written as ordinals (e.g. '1st'), read as their number (1), which keeps "
         "their order: list 'grade' in 'sources.binned.categorical' to keep them as levels"]
-    for name, example in (("age", "10-19"), ("income", "$10-$20"), ("band", "0-14")):
+    for name, example in (("age", "10-19"), ("income", "$10-$20"), ("band", "0-14"), ("bins", "1-1000")):
         assert records[name]["kind"] == "categorical", records[name]
         assert records[name]["notices"] == [
             f"column '{name}' holds ranges of numbers (e.g. '{example}'), read as categorical levels, which keep "

@@ -1694,8 +1694,8 @@ def _month_name_dates(cells: _Cells) -> pd.Series | None:
 
 
 # a month or a quarter without a day ('2020-01', '2020-Q1', 'Q1 2020'), read as its first day
-# ('01/2020', '1-2020': the month first, the year of four digits, is a month too)
-_MONTH_OR_QUARTER = (r"(?P<y>\d{4})-(?P<m>0[1-9]|1[0-2])|(?P<m2>0?[1-9]|1[0-2])[/-](?P<y2>\d{4})"
+# ('01/2020', '1-2020': the month first, then a year 1900-2099, is a month too; '5-5000' is a range)
+_MONTH_OR_QUARTER = (r"(?P<y>\d{4})-(?P<m>0[1-9]|1[0-2])|(?P<m2>0?[1-9]|1[0-2])[/-](?P<y2>(?:19|20)\d{2})"
                      r"|(?P<qy>\d{4})[ -]?Q(?P<q>[1-4])|Q(?P<q2>[1-4])[ -]?(?P<qy2>\d{4})")
 
 
