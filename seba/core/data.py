@@ -358,7 +358,9 @@ def parse_numbers(text: pd.Series, thousands: str | None = None, decimal: str = 
         if text.str.contains(_OTHER_DIGIT, regex=True).any():
             text = text.str.translate(_ascii_digits(decimal))
     separator = _separator(thousands)
-    digits = r"\d+" if thousands is None else rf"[1-9]\d{{0,2}}(?:{separator}\d{{3}})+|\d+"
+    # with a separator: groups of three ('1,234,567'), or the Indian grouping ('12,34,567': two, then three)
+    digits = r"\d+" if thousands is None else (rf"[1-9]\d{{0,2}}(?:{separator}\d{{3}})+"
+                                               rf"|[1-9]\d?(?:{separator}\d{{2}})+{separator}\d{{3}}|\d+")
     mark = re.escape(decimal)
     pattern = rf"[+-]?(?:(?:{digits})(?:{mark}\d*)?|{mark}\d+)(?:[eE][+-]?\d+)?"
     plain = text.where(text.str.fullmatch(pattern).fillna(False).astype(bool))
