@@ -2870,8 +2870,10 @@ def test_ordinals_are_numbers_and_ranges_of_numbers_get_a_hint(repo):
     lost: they are their number now, with a notice and their count in the schema record (as levels
     when the source lists the column in `categorical`). Ranges ('40-49', '$10-$20', '60+', '65-'),
     as binned ages and incomes are written, stay levels (which range's middle stands for it is the
-    user's choice) with a notice saying that their order is not used; month-year cells ('01-2020')
-    are months and scores ('3-1') not ranges."""
+    user's choice) with a notice saying that their order is not used, also intervals beside words
+    ('<100', '100<=X<500', 'no known savings', which were told to be listed in `numeric`, reading
+    '<100' as 100 and the intervals as missing); month-year cells ('01-2020') are months and scores
+    ('3-1') not ranges."""
     from seba.core.config import SourceConfig
     from seba.core.data import load_local_table
 
@@ -2883,6 +2885,7 @@ def test_ordinals_are_numbers_and_ranges_of_numbers_get_a_hint(repo):
         "month": ["01-2020", "02-2020", "11-2021", "12-2019"] * 10,
         "score": ["3-1", "1-2", "0-0", "2-2"] * 10,
         "bins": ["1-1000", "5-5000", "2-2000", "9-9000"] * 10,  # not months: 1000 and 5000 are no years
+        "savings": ["<100", "100<=X<500", "500<=X<1000", ">=1000", "<100", "no known savings", "<100", "<100"] * 5,
         "label": ["ab"[i % 2] for i in range(40)]})
     read, records = _read_own(repo, "binned", frame)
     np.testing.assert_array_equal(read["grade"].to_numpy(), [1, 2, 3, 4, 11, 12, np.nan, 21] * 5)
@@ -2890,8 +2893,9 @@ def test_ordinals_are_numbers_and_ranges_of_numbers_get_a_hint(repo):
     assert records["grade"]["notices"] == [
         "column 'grade': 30 number(s) written as ordinals (e.g. '1st'), read as their number (1), which keeps "
         "their order: list 'grade' in 'sources.binned.categorical' to keep them as levels"]
-    for name, example in (("age", "10-19"), ("income", "$10-$20"), ("band", "0-14"), ("bins", "1-1000")):
-        assert records[name]["kind"] == "categorical", records[name]
+    for name, example in (("age", "10-19"), ("income", "$10-$20"), ("band", "0-14"), ("bins", "1-1000"),
+                          ("savings", "100<=X<500")):  # intervals beside words, as credit-g writes them
+        assert records[name]["kind"] == "categorical" and not records[name]["warnings"], records[name]
         assert records[name]["notices"] == [
             f"column '{name}' holds ranges of numbers (e.g. '{example}'), read as categorical levels, which keep "
             f"them apart but not their order: to use the order, write one number per cell in the file (the middle "

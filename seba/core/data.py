@@ -1488,6 +1488,9 @@ _POWER_OF_TEN = (r"(?:(?P<mantissa>[+-]?\d[\d,.]*)[ ]*[x×X*·][ ]*)?10"
 _RANGE = (r"[$€£]?(?P<low>\d+(?:\.\d+)?)[ ]*(?:-|–|—|to)[ ]*[$€£]?"
           r"(?P<high>\d+(?:\.\d+)?)")
 _OPEN_RANGE = r"[$€£]?\d+(?:\.\d+)?[ ]*[+-]|(?:<=|>=|[<>≤≥])[ ]*[$€£]?\d+(?:\.\d+)?"
+# a range written as an interval around a name ('100<=X<500', '0 <= x < 200', as credit-g writes them)
+_INTERVAL = (r"(?P<low2>[+-]?\d+(?:\.\d+)?)[ ]*(?:<=?|\u2264)[ ]*[A-Za-z]\w*[ ]*(?:<=?|\u2264)[ ]*"
+             r"(?P<high2>[+-]?\d+(?:\.\d+)?)")
 
 
 def _other_notations(text: pd.Series, decimal: str,
@@ -1562,8 +1565,12 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
     None otherwise. Looks at the distinct cells (in the order they first appear, so the examples
     are the file's first)."""
     written, counts = cells.distinct, cells.counts
-    if written.empty or cells.share(written.str.contains(r"\d", regex=True).to_numpy(dtype=bool)) < NUMERIC_SHARE:
-        return None  # each hint is of cells with digits (the common case, a column of words: one match)
+    if written.empty:
+        return None
+    digits = written.str.contains(r"\d", regex=True).to_numpy(dtype=bool)
+    ranges = _ranges_hint(column, cells, digits)
+    if ranges or cells.share(digits) < NUMERIC_SHARE:
+        return ranges  # the other hints are of cells with digits (a column of words: one match)
     needed = NUMERIC_SHARE * int(counts.sum())  # cells, for the unit's word
     if _mostly(written, _OTHER_DATE, counts):
         order, example = _order_shown(written)
@@ -1598,15 +1605,6 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
         return (f"column '{column}' holds numbers written with magnitude suffixes (e.g. '{example}'), read as "
                 f"categorical text: if they are magnitudes (k thousands, M millions, B billions), write them as "
                 f"plain numbers in the file ('1.2k' as 1200)")
-    ranges = written.str.extract(rf"^{_RANGE}$")
-    closed = ranges["low"].notna()
-    if closed.any() and _mostly(written, f"{_RANGE}|{_OPEN_RANGE}", counts):
-        low, high = ranges["low"][closed].astype(float), ranges["high"][closed].astype(float)
-        months = (low <= 12).all() and ranges["high"][closed].str.fullmatch(r"(?:19|20)\d\d").all()  # '01-2020'
-        if (low < high).all() and not months:
-            return (f"column '{column}' holds ranges of numbers (e.g. '{written[closed].iloc[0]}'), read as "
-                    f"categorical levels, which keep them apart but not their order: to use the order, write one "
-                    f"number per cell in the file (the middle of each range, or its lower end)")
     words = written.str.extract(rf"^{_NUMBER_AND_WORD}$")["word"]
     common = pd.Series(counts, index=written.index).groupby(words).sum().sort_values(ascending=False)
     if len(common) and common.iloc[0] >= needed:
@@ -1620,6 +1618,29 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
         return (f"column '{column}' holds numbers preceded by '{word}' (e.g. '{written[words == word].iloc[0]}'), "
                 f"read as categorical text: if '{word}' is a unit, remove it in the file to read them as numbers")
     return None
+
+
+def _ranges_hint(column: str, cells: _Cells, digits: np.ndarray) -> str | None:
+    """The notice for a column of ranges of numbers ('40-49', '$10-$20', '100<=X<500', with open ends
+    '60+', '<100', '>=1000'), when they are nearly all (``NUMERIC_SHARE``) of its cells with digits
+    (``digits``, a mask of the distinct cells) and those at least half its cells: the levels beside
+    them are words ('no checking'). Each closed range's low end below its high end ('3-1' is a
+    score), and month-year cells ('01-2020') are not ranges. None otherwise."""
+    if cells.share(digits) < 0.5:
+        return None
+    written = cells.distinct
+    ranges = written.str.extract(rf"^(?:{_RANGE}|{_INTERVAL})$")
+    low, high = ranges["low"].fillna(ranges["low2"]), ranges["high"].fillna(ranges["high2"])
+    closed = low.notna().to_numpy()
+    ranged = written.str.fullmatch(_OPEN_RANGE).to_numpy(dtype=bool, na_value=False) | closed
+    if not closed.any() or cells.share(ranged & digits) < NUMERIC_SHARE * cells.share(digits):
+        return None
+    low, high = low[closed].astype(float), high[closed].astype(float)
+    if not (low < high).all() or ((low <= 12).all() and high.map(lambda v: 1900 <= v < 2100 and v == int(v)).all()):
+        return None  # '3-1' is a score, '01-2020' a month
+    return (f"column '{column}' holds ranges of numbers (e.g. '{written[closed].iloc[0]}'), read as categorical "
+            f"levels, which keep them apart but not their order: to use the order, write one number per cell in "
+            f"the file (the middle of each range, or its lower end)")
 
 
 def _order_shown(written: pd.Series) -> tuple[str | None, str]:
@@ -1998,8 +2019,11 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                     _refuse_foreign_numbers(column, numbers, source, key, where, unit,
                                             distinct if numbers is text else None)
                     # not for dates that date_order does not read: the text hint names the order they
-                    # show (listing the column in `numeric` would read them wrongly)
-                    if share >= 0.5 and not _misread_dates(text.dropna(), source.date_order):
+                    # show (listing the column in `numeric` would read them wrongly); bounds not counted:
+                    # '<100' beside '100<=X<500' are intervals, which `numeric` would read as 100 and missing
+                    bounded = notations.get("bounds")
+                    plain = share if bounded is None else float((values.notna() & ~bounded)[present].mean())
+                    if plain >= 0.5 and not _misread_dates(text.dropna(), source.date_order):
                         others = text[present & values.isna()].value_counts().to_dict()
                         record["warnings"].append(
                             f"column '{column}' is read as categorical: only {100 * share:.1f}% of its cells are "
