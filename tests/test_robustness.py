@@ -7,6 +7,7 @@ a user table), with earlier outputs in place.
 
 from __future__ import annotations
 
+import datetime
 import gzip
 import hashlib
 import io
@@ -2930,3 +2931,96 @@ def test_text_written_in_decomposed_unicode_is_one_level_with_its_composed_form(
     assert [n for n in info["notes"] if "repeat an earlier row" not in n] == [
         "target column 'label': 10 cell(s) written with decomposed characters read in their "
         "composed form, so that a class written either way is one class"]
+
+
+def test_months_beside_dates_and_iso_weeks_are_dates(repo):
+    """Months beside full dates ('2020-01' where the day is unknown, '2020-01-15' where it is known)
+    were categorical levels without a word, and ISO weeks ('2020-W05') levels folded into 'other'
+    past max_categories: both are days now, a month its first day, a week its Monday or the weekday
+    it gives; a week 53 that its year does not have is missing with the warning. Months beside
+    dates with a zone, and a few months among words, stay text."""
+    n = 60
+    frame = pd.DataFrame({
+        "seen": [f"2020-{i % 12 + 1:02d}" if i % 3 else f"2020-{i % 12 + 1:02d}-15" for i in range(n)],
+        "week": [f"2020-W{i % 53 + 1:02d}" for i in range(n)],
+        "shift": [f"{2019 + i % 2}W{i % 52 + 1:02d}-{i % 7 + 1}" for i in range(n - 1)] + ["2021-W53"],
+        "zoned": [f"2020-{i % 12 + 1:02d}" if i % 3 else f"2020-{i % 12 + 1:02d}-15T10:00Z" for i in range(n)],
+        "label": ["ab"[i % 2] for i in range(n)]})
+    read, records = _read_own(repo, "weeks", frame)
+    expected = pd.to_datetime([f"2020-{i % 12 + 1:02d}-{'01' if i % 3 else '15'}" for i in range(n)])
+    np.testing.assert_array_equal(read["seen"].to_numpy(), (expected - expected.min()).days.to_numpy())
+    assert records["seen"]["notices"][0].startswith(
+        "column 'seen': dates and months (each month its first day) read as numbers, days since the column's "
+        f"earliest, {expected.min()}")
+    mondays = pd.Series([datetime.date.fromisocalendar(2020, i % 53 + 1, 1) for i in range(n)], dtype="datetime64[ns]")
+    np.testing.assert_array_equal(read["week"].to_numpy(), ((mondays - mondays.min()).dt.days).to_numpy())
+    assert records["week"]["kind"] == "numeric" and "folded" not in records["week"]
+    assert records["week"]["notices"][0].startswith("column 'week': ISO weeks (each its Monday, or the weekday "
+                                                    "given) read as numbers, days since the column's earliest")
+    days = pd.Series([datetime.date.fromisocalendar(2019 + i % 2, i % 52 + 1, i % 7 + 1) for i in range(n - 1)],
+                     dtype="datetime64[ns]")
+    np.testing.assert_array_equal(read["shift"].to_numpy()[:-1], ((days - days.min()).dt.days).to_numpy())
+    assert np.isnan(read["shift"].iloc[-1]) and records["shift"]["converted"] == {"2021-W53": 1}
+    assert records["zoned"]["kind"] == "categorical"
+
+
+def test_a_column_of_one_number_and_missing_cells_keeps_which_rows_have_it(repo):
+    """A numeric column holding one number and missing cells ('1' where a condition was seen, empty
+    elsewhere) became, imputed to the mean, a constant: which rows have it was lost without a word.
+    It is categorical now, a level or missing, with a notice; listed in 'numeric', it stays a
+    number. Columns that hold one value in every row are kept, named in one note and their
+    ``constant`` record field (a schema report field); other columns read as before."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table, schema_report
+
+    n = 40
+    frame = pd.DataFrame({"seen": ["1" if i % 3 == 0 else "" for i in range(n)], "x": [i * 0.5 for i in range(n)],
+                          "unit": ["kg"] * n, "zero": [0] * n, "label": ["ab"[i % 2] for i in range(n)]})
+    read, records = _read_own(repo, "flags", frame)
+    assert records["seen"]["kind"] == "categorical" and list(read["seen"].cat.categories) == ["1"]
+    assert read["seen"].isna().tolist() == [i % 3 != 0 for i in range(n)]
+    assert records["seen"]["notices"] == [
+        "column 'seen' holds one number (1) and 26 missing cell(s): read as categorical, a level '1' or missing, "
+        "since as a number its missing cells would become that value and the column a constant"]
+    table = encode_table(read)
+    block = table.X[:, table.groups == list(table.columns).index("seen")]
+    assert block[:, 0].tolist() == [1.0 if i % 3 == 0 else 0.0 for i in range(n)]
+    assert {c: records[c].get("constant") for c in ("seen", "x", "unit", "zero")} == {
+        "seen": None, "x": None, "unit": "kg", "zero": "0"}
+    frame.to_csv(repo / "data" / "local" / "flags.csv", index=False)
+    _, info = load_local_table("flags", SourceConfig(path="data/local/flags.csv", target="label"), repo)
+    assert "2 column(s) hold one value in every row, which tells no row from another ('unit': 'kg', 'zero': '0'): " \
+           "kept, as constants" in info["notes"]
+    entries = {e["column"]: e for e in schema_report("flags", read, table, {})["columns"]}
+    assert entries["zero"]["constant"] == "0" and "constant" not in entries["x"]
+    forced, records = _read_own(repo, "flags", frame, numeric=["seen"])
+    assert records["seen"]["kind"] == "numeric" and forced["seen"].isna().sum() == 26
+    assert not records["seen"]["notices"] and "constant" not in records["seen"]
+
+
+def test_missing_values_written_as_quoted_numbers_are_numbers_and_values_found_nowhere_warn(repo):
+    """A number quoted in ``missing_values`` ('-999', as YAML users write it) found only cells
+    written exactly so, not '-999.0' or -999 stored as a number, although the code notice had
+    asked for it there: a text written as a plain number is that number too ('007', with its
+    leading zero, stays a text). A listed value that no feature cell holds (a typo) gets a warning
+    naming it; the values found get none."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    n = 40
+    frame = pd.DataFrame({"score": [-999.0 if i % 10 == 0 else float(i) for i in range(n)],
+                          "code": ["007" if i % 8 == 1 else "7" if i % 8 == 5 else f"{i % 5}" for i in range(n)],
+                          "label": ["ab"[i % 2] for i in range(n)]})
+    read, records = _read_own(repo, "quoted", frame, missing_values=["-999", "unknwon", -5, "77.5"])
+    assert int(read["score"].isna().sum()) == 4 and records["score"]["converted"] == {"-999.0": 4}
+    assert records["code"]["converted"] == {} and read["code"].notna().all()
+    _, info = load_local_table("quoted", SourceConfig(path="data/local/quoted.csv", target="label",
+                                                      missing_values=["-999", "unknwon", -5, "77.5"]), repo)
+    assert ("WARNING 'sources.quoted.missing_values' lists 'unknwon', -5, '77.5', which no feature cell holds: "
+            "check how the file writes them") in info["notes"]
+    read, records = _read_own(repo, "quoted", frame, missing_values=["007", -999])
+    assert records["code"]["converted"] == {"007": 5} and int(read["score"].isna().sum()) == 4
+    assert int((read["code"] == 7).sum()) == 5  # '007' is a text: not the number 7
+    _, info = load_local_table("quoted", SourceConfig(path="data/local/quoted.csv", target="label",
+                                                      missing_values=["007", -999]), repo)
+    assert not any("missing_values' lists" in note for note in info["notes"])

@@ -13,6 +13,7 @@ import bz2
 import codecs
 import contextlib
 import csv
+import datetime
 import functools
 import gzip
 import hashlib
@@ -1716,29 +1717,61 @@ def _month_name_dates(cells: _Cells) -> pd.Series | None:
     return cells.spread(pd.to_datetime(iso.where(named).astype(object), format="ISO8601", errors="coerce"))
 
 
-# a month or a quarter without a day ('2020-01', '2020-Q1', 'Q1 2020'), read as its first day
-# ('01/2020', '1-2020': the month first, then a year 1900-2099, is a month too; '5-5000' is a range)
+# a month, a quarter or an ISO week without a day ('2020-01', '2020-Q1', 'Q1 2020', '2020-W05'), read
+# as its first day (a week's Monday, or the weekday given: '2020-W05-3'); '01/2020', '1-2020' (the
+# month first, then a year 1900-2099) is a month too, '5-5000' a range
 _MONTH_OR_QUARTER = (r"(?P<y>\d{4})-(?P<m>0[1-9]|1[0-2])|(?P<m2>0?[1-9]|1[0-2])[/-](?P<y2>(?:19|20)\d{2})"
-                     r"|(?P<qy>\d{4})[ -]?Q(?P<q>[1-4])|Q(?P<q2>[1-4])[ -]?(?P<qy2>\d{4})")
+                     r"|(?P<qy>\d{4})[ -]?Q(?P<q>[1-4])|Q(?P<q2>[1-4])[ -]?(?P<qy2>\d{4})"
+                     r"|(?P<wy>\d{4})-?W(?P<w>0[1-9]|[1-4]\d|5[0-3])(?:-?(?P<wd>[1-7]))?")
 
 
 def _months_or_quarters(cells: _Cells) -> tuple[pd.Series | None, str]:
-    """The timestamps of a text column of months ('2020-01', ISO's way, or '01/2020') or of quarters
-    ('2020-Q1', '2020 Q1', 'Q1 2020'), each its first day (``NUMERIC_SHARE`` of its cells; NaT for
-    the others), and which of the two it holds; (None, '') for a column that is neither."""
+    """The timestamps of a text column of months ('2020-01', ISO's way, or '01/2020'), quarters
+    ('2020-Q1', '2020 Q1', 'Q1 2020') or ISO weeks ('2020-W05', '2020W05', '2020-W05-3'), each its
+    first day (a week's Monday, or the weekday it gives), ``NUMERIC_SHARE`` of its cells (NaT for the
+    others; a week 53 that its year does not have is one), and what it holds ('months (each its first
+    day)'); (None, '') for a column that is none of them. Months beside full ISO dates without a
+    time zone ('2020-01' and '2020-01-15', as a register with some days unknown writes them) are
+    read together, each month as its first day."""
     levels = cells.distinct
-    if levels.empty or not levels[:20].str.fullmatch(_MONTH_OR_QUARTER).fillna(False).any():
+    if levels.empty or not levels[:20].str.fullmatch(rf"{_MONTH_OR_QUARTER}|{_ISO_DATE}").fillna(False).any():
         return None, ""
     parts = levels.str.extract(rf"^(?:{_MONTH_OR_QUARTER})$")
+    if not parts.notna().to_numpy().any():  # full dates only (too few of them for _iso_dates)
+        return None, ""
     quarter = parts["q"].fillna(parts["q2"]).astype("Int64")
     month = parts["m"].fillna(parts["m2"]).astype("Int64").fillna(3 * quarter - 2)
     year = parts["y"].fillna(parts["y2"]).fillna(parts["qy"]).fillna(parts["qy2"])
-    found = month.notna().to_numpy()
-    if cells.share(found) < NUMERIC_SHARE:
-        return None, ""
     iso = year + "-" + month.astype("string").str.zfill(2) + "-01"
-    what = "quarters" if quarter.notna().sum() > parts["m"].notna().sum() + parts["m2"].notna().sum() else "months"
+    week = parts["w"].notna().to_numpy()
+    if week.any():
+        weekly = (parts["wy"] + "-W" + parts["w"] + "-" + parts["wd"].fillna("1"))[week]
+        days = pd.Series([_iso_week_day(w) for w in weekly], index=weekly.index, dtype="string")
+        iso = iso.where(~week, days)
+    found = iso.notna().to_numpy()
+    counts = {"months": int(parts["m"].notna().sum() + parts["m2"].notna().sum()),
+              "quarters": int(quarter.notna().sum()), "weeks": int(week.sum())}
+    what = max(counts, key=counts.get)
+    what = {"months": "months (each its first day)", "quarters": "quarters (each its first day)",
+            "weeks": "ISO weeks (each its Monday, or the weekday given)"}[what]
+    if cells.share(found) < NUMERIC_SHARE:
+        dated = levels.str.fullmatch(_ISO_DATE).to_numpy(dtype=bool, na_value=False) & ~found
+        zoned = levels[dated].str.contains(r"(?:Z|[+-]\d{2}:?\d{2})$", regex=True).fillna(False).astype(bool)
+        if not counts["months"] or not dated.any() or zoned.any() or cells.share(found | dated) < NUMERIC_SHARE:
+            return None, ""
+        iso = iso.where(found, levels.where(dated))
+        found, what = found | dated, "dates and months (each month its first day)"
     return cells.spread(pd.to_datetime(iso.where(found).astype(object), format="ISO8601", errors="coerce")), what
+
+
+def _iso_week_day(week: str) -> str | None:
+    """'2020-W05-3' (an ISO year, week and weekday) as its date, '2020-01-29'; None for a week its
+    year does not have (week 53 of 2021)."""
+    try:
+        day = datetime.datetime.strptime(week, "%G-W%V-%u").date()
+    except ValueError:
+        return None
+    return day.isoformat() if day.isocalendar()[:2] == (int(week[:4]), int(week[6:8])) else None
 
 
 _CLOCK = r"(?P<h>\d{1,3}):(?P<m>\d{2})(?::(?P<s>\d{2}(?:\.\d+)?))?(?:[ ]?(?P<half>[AaPp])\.?[Mm]\.?)?"
@@ -1894,8 +1927,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                 if dates is None:
                     dates, what = _month_name_dates(distinct), "dates (with month names)"
                 if dates is None:
-                    dates, which = _months_or_quarters(distinct)
-                    what = f"{which} (each its first day)"
+                    dates, what = _months_or_quarters(distinct)
                 clock = _clock_times(distinct) if dates is None else None
                 spans = _unit_durations(distinct) if dates is None and clock is None else None
                 if dates is not None:
@@ -2085,8 +2117,23 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
         return record, None
     record["missing"] = int(missing.sum())
     if kind == "numeric":
-        _code_notice(column, values, missing, key, record)
-        return record, values
+        present = values.to_numpy(dtype="float64")[~missing]
+        if present.min() == present.max() and not (forced and missing.any()):  # a constant, or present / missing
+            if not missing.any():
+                record["constant"] = f"{present[0]:g}"
+                return record, values
+            # as a number, its missing cells would become the train mean, that one value: a constant
+            level = f"{present[0]:g}"
+            record["kind"] = "categorical"
+            record["notices"].append(
+                f"column '{column}' holds one number ({level}) and {int(missing.sum())} missing cell(s): read as "
+                f"categorical, a level '{level}' or missing, since as a number its missing cells would become "
+                f"that value and the column a constant")
+            values = pd.Series(np.where(missing, None, level), index=values.index, dtype=object)
+        else:
+            _code_notice(column, values, missing, key, record)
+            return record, values
+    kind = record["kind"]
     same = _spellings(values)
     for kind_of, what in (("number", "the same number"), ("case", "the same word in other cases"),
                           ("spacing", "the same words with other spacing")):
@@ -2112,6 +2159,8 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
                                   + (" (the column has a level 'other' of its own)" if into != "other" else ""))
     result = values.astype("category")
     record["levels"] = int(len(result.cat.categories))
+    if record["levels"] == 1 and not missing.any():
+        record["constant"] = str(result.cat.categories[0])
     return record, result
 
 
@@ -2330,32 +2379,45 @@ def _gives_the_class(values: pd.Series, classes: np.ndarray, first: int = 256) -
     return 2 <= len(np.unique(numbers[present])) < present.sum() / 5
 
 
-def _missing_values_marked(frame: pd.DataFrame, source) -> tuple[pd.DataFrame, dict[str, dict[str, int]]]:
+# a text in `missing_values` that is a number written plainly ('-999', '9999.0'; not '007', whose
+# leading zero makes it a code) is that number too: '-999' finds '-999.0' and -999 stored as a number
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:0|[1-9]\d*)(?:\.\d+)?")
+
+
+def _missing_values_marked(frame: pd.DataFrame, source) -> tuple[pd.DataFrame, dict[str, dict[str, int]], list]:
     """The feature columns of ``frame`` with the cells that ``source.missing_values`` names made
     missing (a text equal to one of its texts, stripped; a number, or a text read as one, equal to
-    one of its numbers: -999 finds '-999', '-999.0' and -999 stored as a number), and per column
-    the values so marked and their counts (value as written -> cells). A CSV's cells become empty,
-    as its missing cells are; a categorical loses those levels."""
+    one of its numbers: -999 finds '-999', '-999.0' and -999 stored as a number; a text written as
+    a plain number, '-999', is that number too), per column the values so marked and their counts
+    (value as written -> cells), and the listed values that no feature cell holds. A CSV's cells
+    become empty, as its missing cells are; a categorical loses those levels."""
     if not source.missing_values:
-        return frame, {}
+        return frame, {}, []
     words = {v for v in source.missing_values if isinstance(v, str)}
     numbers = [v for v in source.missing_values if not isinstance(v, str)]
-    frame, marked = frame.copy(), {}
+    numbers += [float(v) for v in words if _PLAIN_NUMBER.fullmatch(v) and float(v) not in numbers]
+    frame, marked, found = frame.copy(), {}, set()
     for column in frame.columns:
         series = frame[column]
         if column == source.target or pd.api.types.is_bool_dtype(series):
             continue
         if pd.api.types.is_numeric_dtype(series):
-            hit = series.isin(numbers) if numbers else pd.Series(False, index=series.index)
+            as_number = series.where(series.isin(numbers)) if numbers else pd.Series(np.nan, index=series.index)
+            hit = as_number.notna()
             written = series
         else:
             written = series.astype("string").str.strip()
-            hit = written.isin(words)
+            hit = written.isin(words).fillna(False)
+            found.update(written[hit].unique())
+            as_number = parse_numbers(written, source.thousands, source.decimal) if numbers else None
             if numbers:
-                hit |= parse_numbers(written, source.thousands, source.decimal).isin(numbers)
+                as_number = as_number.where(as_number.isin(numbers))
+                hit |= as_number.notna()
         hit = hit.fillna(False).to_numpy(dtype=bool)
         if not hit.any():
             continue
+        if as_number is not None:
+            found.update(float(v) for v in as_number.dropna().unique())
         marked[column] = {(f"{v:g}" if isinstance(v, float) else str(v)): int(n)
                           for v, n in written[hit].value_counts().items()}
         if isinstance(series.dtype, pd.CategoricalDtype):
@@ -2366,7 +2428,9 @@ def _missing_values_marked(frame: pd.DataFrame, source) -> tuple[pd.DataFrame, d
             frame[column] = series.astype("float64").mask(hit)
         else:  # an empty cell, as a CSV's missing cells are
             frame[column] = series.mask(hit, "")
-    return frame, marked
+    unused = [v for v in source.missing_values if v not in found
+              and not (isinstance(v, str) and _PLAIN_NUMBER.fullmatch(v) and float(v) in found)]
+    return frame, marked, unused
 
 
 def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tuple[pd.DataFrame, dict]:
@@ -2420,7 +2484,11 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         if source.target in getattr(source, option):
             raise DataError(f"{where}: the target '{source.target}' is listed in '{option}'")
     notes = [header_note] if header_note else []
-    frame, marked_by_source = _missing_values_marked(frame, source)
+    frame, marked_by_source, unused = _missing_values_marked(frame, source)
+    if unused:  # a typo ('unknwon'), or a value written otherwise in the file ('N/A' for 'NA')
+        listed = ", ".join(repr(v) if isinstance(v, str) else f"{v:g}" for v in unused)
+        notes.append(f"WARNING '{key}.missing_values' lists {listed}, which no feature cell holds: check how the "
+                     f"file writes {'them' if len(unused) > 1 else 'it'}")
     target, marks = _as_text(frame[source.target])
     target, composed, spaced, invisible = _composed(target)
     if composed:
@@ -2482,6 +2550,11 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         if values is not None:
             zero_based = isinstance(values.index, pd.RangeIndex) and values.index.start == 0 and values.index.step == 1
             out[column] = values if zero_based else values.reset_index(drop=True)
+    constant = {r["column"]: r["constant"] for r in records if "constant" in r}
+    if constant:  # kept, so that a table's columns stay its columns; the encoder learns nothing from them
+        notes.append(f"{len(constant)} column(s) hold one value in every row, which tells no row from another "
+                     f"({', '.join(f'{c!r}: {v!r}' for c, v in list(constant.items())[:_SHOWN])}"
+                     f"{', ...' if len(constant) > _SHOWN else ''}): kept, as constants")
     if len(out) < 2:
         dropped = "; ".join(f"'{r['column']}': {r['reason']}" for r in records if r["kind"] == "dropped")
         kept = f"one feature column ('{next(iter(out))}')" if out else "no feature columns"
@@ -2788,7 +2861,7 @@ def schema_metrics(table: EncodedTable, report: dict) -> dict:
 
 
 # what a local column's record says of how it was read, carried into the schema report
-_REPORTED = ("read_as", "forced", "unit", "negatives", "time_as", "leading_zeros", "merged_integers", "bounds",
+_REPORTED = ("read_as", "forced", "unit", "negatives", "time_as", "leading_zeros", "merged_integers", "bounds", "constant",
              *(field for field, _, _ in _NOTATIONS.values()))
 
 
