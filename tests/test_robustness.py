@@ -3024,3 +3024,63 @@ def test_missing_values_written_as_quoted_numbers_are_numbers_and_values_found_n
     _, info = load_local_table("quoted", SourceConfig(path="data/local/quoted.csv", target="label",
                                                       missing_values=["007", -999]), repo)
     assert not any("missing_values' lists" in note for note in info["notes"])
+
+def test_numbers_in_another_convention_beside_words_name_the_setting(repo):
+    """A column of numbers with a thousands separator or a decimal comma that the settings do not
+    read, beside a word ('7,464.85' and 'unknown'), was categorical with no word but the
+    max_categories fold (the error for such numbers needs 95 % of the cells): it is still
+    categorical, with a warning naming the setting and the word. With the setting made, the word
+    is what the usual warning names; a column that no setting reads better gets no such warning."""
+    n = 60
+    frame = pd.DataFrame({
+        "income": ["unknown" if i % 5 == 0 else f"{1000 + 37.25 * i:,.2f}" for i in range(n)],
+        "dose": ["unknown" if i % 5 == 0 else f"{i / 4:.2f}".replace(".", ",") for i in range(n)],
+        "plain": ["unknown" if i % 5 == 0 else str(i) for i in range(n)],
+        "label": ["ab"[i % 2] for i in range(n)]})
+    _, records = _read_own(repo, "foreign", frame)
+    assert records["income"]["kind"] == "categorical" and records["income"]["warnings"][0] == (
+        "column 'income' is read as categorical: 0.0% of its cells are numbers with no thousands separator and "
+        "decimal mark '.', but 80.0% are numbers written like '1,037.25' (other values: 'unknown' x12); set "
+        "thousands: ',' in 'sources.foreign' to read them as numbers, and list 'unknown' in "
+        "'sources.foreign.missing_values' if it marks a missing value (or list the column in "
+        "'sources.foreign.numeric': the rest become missing)")
+    assert "set decimal: ',' in 'sources.foreign'" in records["dose"]["warnings"][0]
+    assert records["plain"]["warnings"][0].startswith("column 'plain' is read as categorical: only 80.0% of its")
+    _, records = _read_own(repo, "foreign", frame, thousands=",")
+    assert records["income"]["warnings"][0].startswith("column 'income' is read as categorical: only 80.0% of its")
+    assert records["dose"]["warnings"][0].startswith("column 'dose' is read as categorical: 0.0% of its cells are "
+                                                     "numbers with thousands separator ','")
+    read, _ = _read_own(repo, "foreign", frame.drop(columns="dose"), thousands=",", missing_values=["unknown"])
+    numbers = sorted(1000 + 37.25 * i for i in range(n) if i % 5)
+    assert sorted(read["income"].dropna()) == numbers  # (rows with every feature missing are dropped)
+
+
+def test_durations_as_pandas_and_iso_8601_write_them_are_seconds(repo):
+    """A timedelta column that pandas wrote to CSV ('2 days 03:15:00', '-1 days +23:00:00'), or
+    Python's str() of one ('1 day, 2:03:04'), and ISO 8601 durations ('PT2H30M', 'P1W') were
+    categorical levels, folded into 'other' past max_categories: they are seconds now, with the
+    notice; years and months of ISO durations at their average lengths, named in it. Codes that
+    start with a P ('P1', 'Pete') stay text."""
+    n = 60
+    spans = pd.to_timedelta([(i - 3) * 3917.5 for i in range(n)], unit="s")
+    iso = ["PT2H30M", "P1W", "-PT5M", "P2DT3H", "PT1,5S", "PT45M"]
+    frame = pd.DataFrame({
+        "waited": spans.astype(str),
+        "python": [str(s.to_pytimedelta()) for s in spans],
+        "iso": [iso[i % len(iso)] for i in range(n)],
+        "contract": ["P1Y6M" if i % 2 else "P3M" for i in range(n)],
+        "code": ["Pete", "Paul"] + [f"P{i % 7}" for i in range(n - 2)],
+        "label": ["ab"[i % 2] for i in range(n)]})
+    assert frame["waited"][0] == "-1 days +20:44:07.500000" and frame["python"][0] == "-1 day, 20:44:07.500000"
+    read, records = _read_own(repo, "spans", frame)
+    np.testing.assert_allclose(read["waited"].to_numpy(), spans.total_seconds().to_numpy())
+    np.testing.assert_allclose(read["python"].to_numpy(), spans.total_seconds().to_numpy())
+    assert records["waited"]["time_as"] == "seconds" and records["waited"]["notices"][0].startswith(
+        "column 'waited': durations written as days and hours:minutes:seconds read as numbers, seconds")
+    seconds = [9000, 604800, -300, 183600, 1.5, 2700]
+    np.testing.assert_allclose(read["iso"].to_numpy(), [seconds[i % len(seconds)] for i in range(n)])
+    assert records["iso"]["notices"][0] == ("column 'iso': ISO 8601 durations read as numbers, seconds (e.g. "
+                                            "'PT2H30M' is 9000)")
+    np.testing.assert_allclose(read["contract"].to_numpy()[:2], [3 * 30.436875 * 86400, 1.5 * 365.2425 * 86400])
+    assert "(a year 365.2425 days and a month 30.436875, their average lengths)" in records["contract"]["notices"][0]
+    assert records["code"]["kind"] == "categorical"

@@ -1820,6 +1820,51 @@ def _unit_durations(cells: _Cells) -> pd.Series | None:
     return cells.spread(sum(parts[k].astype(float).fillna(0) * v for k, v in _SECONDS.items()).where(matched))
 
 
+# a duration as pandas writes a timedelta ('2 days 03:15:00', '-1 days +23:00:00', '0 days
+# 00:00:00.500000') or Python's str() does ('1 day, 2:03:04'): whole days, signed, and a clock
+_TIMEDELTA = (r"(?:(?P<d>-?\d+) days?,? )?(?P<sign>[+-])?(?P<h>\d{1,2}):(?P<m>\d{2}):(?P<s>\d{2}(?:\.\d+)?)")
+# an ISO 8601 duration ('P2DT3H', 'PT45M', 'P1W', 'P1Y2M'): years, months, weeks, days, hours,
+# minutes, seconds
+_ISO_NUMBER = r"\d+(?:[.,]\d+)?"
+_ISO_DURATION = (rf"(?P<neg>-)?P(?=[\dT])(?:(?P<y>{_ISO_NUMBER})Y)?(?:(?P<mo>{_ISO_NUMBER})M)?"
+                 rf"(?:(?P<w>{_ISO_NUMBER})W)?(?:(?P<d>{_ISO_NUMBER})D)?"
+                 rf"(?:T(?=\d)(?:(?P<h>{_ISO_NUMBER})H)?(?:(?P<m>{_ISO_NUMBER})M)?(?:(?P<s>{_ISO_NUMBER})S)?)?")
+
+
+def _written_durations(cells: _Cells) -> tuple[pd.Series, str] | None:
+    """A text column of durations as pandas writes a timedelta ('2 days 03:15:00') or in ISO 8601
+    ('PT2H30M'; ``NUMERIC_SHARE`` of its cells) as seconds, NaN for the other cells, and what they
+    are; None for a column that is neither (a column of clocks alone, '03:15:00', is times)."""
+    written = cells.distinct
+    head = written[:20]
+    if head.str.contains("day", regex=False).any():
+        pattern, what = _TIMEDELTA, "durations written as days and hours:minutes:seconds"
+    elif head.str.match(r"-?P[\dT]").any():
+        pattern, what = _ISO_DURATION, "ISO 8601 durations"
+    else:
+        return None
+    if not _mostly(written, pattern, cells.counts):
+        return None
+    parts = written.str.extract(rf"^{pattern}$")
+    matched = parts.notna().any(axis=1)
+    if pattern is _TIMEDELTA:
+        if parts["d"].isna().all():
+            return None
+        clock = parts["h"].astype(float) * 3600 + parts["m"].astype(float) * 60 + parts["s"].astype(float)
+        clock = clock.mask(parts["sign"].eq("-").fillna(False).astype(bool), -clock)
+        bad = (parts["m"].astype(float) >= 60) | (parts["s"].astype(float) >= 60)
+        seconds = (parts["d"].astype(float).fillna(0) * 86400 + clock).mask(bad)
+    else:
+        amounts = {k: parts[k].str.replace(",", ".", regex=False).astype(float) for k in ("y", "mo", "w", "d", "h", "m", "s")}
+        matched &= pd.concat(amounts.values(), axis=1).notna().any(axis=1)
+        lengths = (("y", 365.2425 * 86400), ("mo", 30.436875 * 86400), ("w", 604800.0), *_SECONDS.items())
+        seconds = sum(amounts[k].fillna(0) * v for k, v in lengths)
+        seconds = seconds.mask(parts["neg"].eq("-").fillna(False).astype(bool), -seconds)
+        if pd.concat([amounts["y"], amounts["mo"]], axis=1).notna().any(axis=None):
+            what += " (a year 365.2425 days and a month 30.436875, their average lengths)"
+    return cells.spread(seconds.where(matched).astype("float64")), what
+
+
 def _iso_dates(cells: _Cells) -> pd.Series | None:
     """The timestamps of a text column of ISO 8601 dates (``NUMERIC_SHARE`` of its cells; NaT for
     the others), in UTC where any cell gives a zone; None for a column that is not one."""
@@ -1930,6 +1975,9 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                     dates, what = _months_or_quarters(distinct)
                 clock = _clock_times(distinct) if dates is None else None
                 spans = _unit_durations(distinct) if dates is None and clock is None else None
+                spans_what = "durations written with their units"
+                if dates is None and clock is None and spans is None:
+                    spans, spans_what = _written_durations(distinct) or (None, "")
                 if dates is not None:
                     values, counted = _time_as_numbers(dates)
                     share, timed = float(values[present].notna().mean()), True
@@ -1937,7 +1985,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                     values, counted, what = clock, "hours", "times"
                     share, timed = float(values[present].notna().mean()), True
                 elif spans is not None:
-                    values, counted, what = spans, "seconds", "durations written with their units"
+                    values, counted, what = spans, "seconds", spans_what
                     share, timed = float(values[present].notna().mean()), True
             # other notations: also in a column of plain numbers but a few cells ('<0.5' in a lab column,
             # '21-' in a ledger), which would otherwise be missing values; a unit only where it makes the
@@ -2047,9 +2095,13 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                         f"{len(words)} non-numeric cell(s) read as missing ({_quote(counts)})")
             else:
                 record["number_share"] = round(share, 4)
+                foreign = None
                 if forced is None and present.any():
-                    _refuse_foreign_numbers(column, numbers, source, key, where, unit,
-                                            distinct if numbers is text else None)
+                    foreign = _refuse_foreign_numbers(column, numbers, source, key, where, unit,
+                                                      distinct if numbers is text else None)
+                if foreign:  # '7,464.85' beside 'unknown': the setting first, then the words
+                    record["warnings"].append(foreign)
+                elif forced is None and present.any():
                     # not for dates that date_order does not read: the text hint names the order they
                     # show (listing the column in `numeric` would read them wrongly); bounds not counted:
                     # '<100' beside '100<=X<500' are intervals, which `numeric` would read as 100 and missing
@@ -2236,30 +2288,30 @@ def _grouped_like(text: pd.Series, mark: str) -> str | None:
 
 
 def _refuse_foreign_numbers(column: str, text: pd.Series, source, key: str, where: str,
-                            unit: str | None = None, cells: _Cells | None = None) -> None:
+                            unit: str | None = None, cells: _Cells | None = None) -> str | None:
     """A text column that is numbers written with a thousands separator or a decimal comma (which
     the source's settings do not read) is an error naming the setting that reads it (``text``: its
     cells without the ``unit`` they are written with, if any; ``cells``: its distinct cells, when the
-    caller has them)."""
+    caller has them). A column that such a setting would make mostly (not all) numbers, beside
+    words ('7,464.85' beside 'unknown'), gets a warning instead, returned: it names the setting and
+    the other values."""
     written = text.dropna()
     distinct, counts = (cells.distinct, cells.counts) if cells is not None else _distinct(written)
-    if counts[distinct.str.contains(r"\d", regex=True).to_numpy(dtype=bool)].sum() / len(written) < NUMERIC_SHARE:
-        return  # not numbers in any convention (the common case: names, codes with letters)
-    fits = []
+    if counts[distinct.str.contains(r"\d", regex=True).to_numpy(dtype=bool)].sum() / len(written) < 0.5:
+        return None  # not numbers in any convention (the common case: names, codes with letters)
+    shares: dict[tuple, float] = {}
     for thousands, decimal in _CONVENTIONS:
         if thousands is not None and not written.str.contains(_separator(thousands), regex=True).any():
             thousands = None  # the separator is not used: the simpler convention says the same
-        if ((thousands, decimal) not in fits and (thousands, decimal) != (source.thousands, source.decimal)
-                and _numeric_cells(text, thousands, decimal) >= NUMERIC_SHARE):
-            fits.append((thousands, decimal))
+        if (thousands, decimal) not in shares and (thousands, decimal) != (source.thousands, source.decimal):
+            shares[(thousands, decimal)] = _numeric_cells(text, thousands, decimal)
+    fits = [c for c, s in shares.items() if s >= NUMERIC_SHARE]
     if not fits:
-        return
+        return _mostly_foreign_numbers(column, text, source, key, shares, unit)
     marks = {t for t, _ in fits if t} | {d for _, d in fits if d != source.decimal}  # what the settings miss
     shown = written[written.map(lambda cell: any(m in cell for m in marks)).astype(bool)]
     example = shown.iloc[0] if len(shown) else written.iloc[0]
-    options = " or ".join(", ".join(
-        ([f"thousands: {repr(t) if t else 'null'}"] if t != source.thousands else [])
-        + ([f"decimal: '{d}'"] if d != source.decimal else [])) for t, d in fits)
+    options = " or ".join(_settings(t, d, source) for t, d in fits)
     current = (f"thousands separator '{source.thousands}'" if source.thousands else "no thousands separator")
     ambiguous = [t for t, d in fits if t and (None, t) in fits and _grouped_like(text, t)]
     note = (f" (every '{ambiguous[0]}' in it is followed by three digits: a thousands separator, most likely; as a "
@@ -2268,6 +2320,38 @@ def _refuse_foreign_numbers(column: str, text: pd.Series, source, key: str, wher
     raise DataError(f"{where}: column '{column}' holds numbers written like {example}, which are not numbers "
                     f"with {current} and decimal mark '{source.decimal}'; set {options} in '{key}' to read "
                     f"them as numbers{note}, or list '{column}' in '{key}.categorical' to keep them as text")
+
+
+def _settings(thousands: str | None, decimal: str, source) -> str:
+    """The keys that read numbers written with ``thousands`` and ``decimal``, as params.yaml writes them."""
+    return ", ".join(([f"thousands: {repr(thousands) if thousands else 'null'}"] if thousands != source.thousands else [])
+                     + ([f"decimal: '{decimal}'"] if decimal != source.decimal else []))
+
+
+def _mostly_foreign_numbers(column: str, text: pd.Series, source, key: str, shares: dict,
+                            unit: str | None) -> str | None:
+    """The warning for a categorical column that another convention of ``shares`` (its share of
+    number cells under each) reads as mostly numbers, at least half and more than the source's
+    own settings do, or None."""
+    best = max(shares.values(), default=0.0)
+    current = _numeric_cells(text, source.thousands, source.decimal)
+    if best < 0.5 or best < current + 0.05:
+        return None
+    ties = [c for c, s in shares.items() if s == best]  # '1,234' beside words: thousands or a decimal comma
+    thousands, decimal = ties[0]
+    present = text.notna()
+    read = parse_numbers(text[present], thousands, decimal)
+    plain = parse_numbers(text[present], source.thousands, source.decimal)
+    example = text[present][read.notna() & plain.isna()].iloc[0]
+    others = text[present][read.isna()].value_counts().to_dict()
+    words = (f", and list {' and '.join(repr(str(v)) for v in others)} in '{key}.missing_values' if "
+             f"{'they mark' if len(others) > 1 else 'it marks'} a missing value" if len(others) <= 3 else "")
+    written = f"'{example}'" + (f" (with '{unit}', which is read)" if unit else "")
+    own = (f"thousands separator '{source.thousands}'" if source.thousands else "no thousands separator")
+    return (f"column '{column}' is read as categorical: {100 * current:.1f}% of its cells are numbers with {own} "
+            f"and decimal mark '{source.decimal}', but {100 * best:.1f}% are numbers written like {written} (other "
+            f"values: {_quote(others)}); set {' or '.join(_settings(t, d, source) for t, d in ties)} in '{key}' to read them as "
+            f"numbers{words} (or list the column in '{key}.numeric': the rest become missing)")
 
 
 def _finite_numbers(column: str, values: pd.Series, record: dict) -> pd.Series:
