@@ -802,6 +802,50 @@ def test_merged_cells_of_an_excel_sheet_hold_their_value_in_every_cell(repo, cap
     assert len(frame) == 40 and frame["class"][9] == frame["class"][8] == "a" and info["dropped_rows"] == 0
 
 
+def test_spreadsheet_formula_errors_are_missing_cells_counted_per_column(repo, capsys):
+    """A cell whose formula failed shows '#DIV/0!', '#VALUE!', '#REF!' (LibreOffice: 'Err:502').
+    In a CSV a spreadsheet saved, such cells made a column of numbers categorical (under 95 %
+    numbers) with every value a level; in a workbook pandas reads them as empty cells, without a
+    count. Both now read them as missing cells with a notice per column naming the errors (the
+    schema counts them), and a target cell that is one as a row dropped with a warning; a sheet's
+    errors are found in its XML, read in chunks, across the chunks' edges."""
+    from openpyxl import Workbook
+
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(0, 100, 200).round(2)
+    cells = [("#DIV/0!" if i % 12 == 0 else "#VALUE!" if i % 25 == 0 else "Err:502" if i == 7 else f"{v:.2f}")
+             for i, v in enumerate(x)]
+    frame = pd.DataFrame({"ratio": cells, "y": rng.normal(size=200), "label": ["ab"[i % 2] for i in range(200)]})
+    frame.loc[3, "label"] = "#REF!"
+    read, cols = _read_own(repo, "errs", frame)
+    err = capsys.readouterr().err
+    assert cols["ratio"]["kind"] == "numeric" and read["ratio"].isna().sum() == 17 + 7 + 1
+    assert "column 'ratio': 25 cell(s) hold a spreadsheet formula's error ('#DIV/0!' x17, '#VALUE!' x7, " \
+           "'Err:502' x1), read as missing" in err
+    assert "WARNING target column 'label': 1 cell(s) hold a spreadsheet formula's error ('#REF!' x1)" in err
+    assert len(read) == 199
+
+    book = Workbook()
+    sheet = book.active
+    sheet.append(["ratio", "code", "note", "label"])
+    n = 14000  # about 1.5 MB of sheet XML: its 1 MiB chunks cut rows
+    for i in range(n):
+        sheet.append(["#DIV/0!" if i % 97 == 5 else i * 0.5, "#N/A" if i % 1000 == 1 else i % 7,
+                      "x" if i % 3 else "y", "#NAME?" if i == 10 else "ab"[i % 2]])
+    book.save(repo / "data" / "local" / "errs.xlsx")
+    read, info = load_local_table("errs", SourceConfig(path="data/local/errs.xlsx", target="label"), repo)
+    err = capsys.readouterr().err
+    cols = {r["column"]: r for r in info["columns"]}
+    divided = sum(1 for i in range(n) if i % 97 == 5)
+    assert cols["ratio"]["converted"] == {"#DIV/0!": divided} and cols["code"]["converted"] == {"#N/A": 14}
+    assert f"column 'ratio': {divided} cell(s) hold a spreadsheet formula's error ('#DIV/0!' x{divided})" in err
+    assert "target column 'label': 1 cell(s) hold a spreadsheet formula's error ('#NAME?' x1)" in err
+    assert len(read) == n - 1 and int(read["ratio"].isna().sum()) == divided and cols["ratio"]["kind"] == "numeric"
+
+
 def test_an_excel_file_without_openpyxl_is_a_named_error(repo, monkeypatch, capsys):
     workbook(repo)
     monkeypatch.setitem(sys.modules, "openpyxl", None)  # not installed: `import openpyxl` raises ImportError

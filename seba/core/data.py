@@ -278,10 +278,18 @@ def _too_few_rows(where: str, counts: pd.Series) -> str:
 
 # --------------------------------------------------------------------------- your own table
 
+# What a spreadsheet shows in a cell whose formula failed, and a CSV it saves holds: Excel's and
+# Google Sheets' errors ('#N/A', also a missing mark of pandas, is in MISSING_TOKENS) and
+# LibreOffice's 'Err:5xx' codes. The formula's value is unknown, so the cell is missing.
+SPREADSHEET_ERRORS = frozenset({"#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#NULL!", "#SPILL!", "#CALC!",
+                                "#FIELD!", "#BLOCKED!", "#CONNECT!", "#BUSY!", "#UNKNOWN!", "#PYTHON!",
+                                "#GETTING_DATA", "#ERROR!", *(f"Err:{code}" for code in range(501, 541))})
 # Cells read as missing in every column of a local table: the tokens pandas reads as missing by
-# default, and "?" (the UCI / OpenML mark). Matched after stripping spaces, case-sensitive.
+# default, "?" (the UCI / OpenML mark) and the spreadsheet errors. Matched after stripping spaces,
+# case-sensitive.
 MISSING_TOKENS = frozenset({"", "?", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
-                            "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
+                            "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan",
+                            "null"}) | SPREADSHEET_ERRORS
 NUMERIC_SHARE = 0.95  # a text column is numeric when this share of its non-missing cells are numbers
 FLOAT32_MAX = float(np.finfo(np.float32).max)  # the encoded table is float32: larger magnitudes do not fit
 SCHEMA_ATTR = "seba_columns"  # the raw parquet's record of what fetch inferred, column by column
@@ -690,7 +698,11 @@ def _excel_sheet(path: Path, where: str, key: str, sheet: str | int | None, tag:
     if len(header) and header.shape[1] == frame.shape[1]:
         frame.columns = [str(h).strip() if pd.notna(h) and str(h).strip() else f"Unnamed: {i}"
                          for i, h in enumerate(header.iloc[0])]
-    frame = _merged_filled(frame, _merged_ranges(path, chosen), where, tag)
+    ranges, error_cells = _sheet_marks(path, chosen)
+    errors = _sheet_errors(frame, error_cells)  # before merged ranges are filled: an error cell is one of a range's
+    frame = _merged_filled(frame, ranges, where, tag)
+    if errors:
+        frame.attrs[SHEET_ERRORS] = errors
     empty = [i for i in range(frame.shape[1]) if frame.iloc[:, i].isna().all()]
     if len(frame) and empty:
         _refuse_formulas_without_values(path, where, chosen, empty, list(frame.columns))
@@ -700,13 +712,21 @@ def _excel_sheet(path: Path, where: str, key: str, sheet: str | int | None, tag:
 _SHEET_NS = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main",
              "r": "http://schemas.openxmlformats.org/officeDocument/2006/relationships"}
 _MERGED = re.compile(rb'<(?:\w+:)?mergeCell\s+ref="([A-Z]+)(\d+):([A-Z]+)(\d+)"')
+# a cell of type "e" (a formula's error, its text in <v>): '<c r="B7" t="e"><f>1/0</f><v>#DIV/0!</v></c>'
+_CELL_START = re.compile(rb'<(?:\w+:)?c\s')
+_CELL_REF = re.compile(rb'\br="([A-Z]+)(\d+)"')
+_CELL_VALUE = re.compile(rb'<(?:\w+:)?v>([^<]*)</')
+_CELL_END = re.compile(rb'</(?:\w+:)?c>')
+SHEET_ERRORS = "seba_sheet_errors"  # frame.attrs key: a sheet's error cells per column position
 
 
-def _merged_ranges(path: Path, sheet: str) -> list[tuple[int, int, int, int]]:
-    """The merged cell ranges of a workbook's sheet as (first row, first column, last row, last
-    column), counted from 1 as Excel counts them: read from the sheet's XML (openpyxl's read-only
-    mode, which pandas uses, does not give them), streamed, as they follow the cells."""
+def _sheet_marks(path: Path, sheet: str) -> tuple[list[tuple[int, int, int, int]], list[tuple[int, int, str]]]:
+    """A workbook sheet's merged cell ranges, as (first row, first column, last row, last column),
+    and its cells holding a formula's error, as (row, column, error text), counted from 1 as Excel
+    counts them: read from the sheet's XML, streamed (openpyxl's read-only mode, which pandas
+    uses, does not give the ranges, and pandas reads an error cell as an empty one)."""
     import xml.etree.ElementTree as ET
+    from xml.sax.saxutils import unescape
 
     from openpyxl.utils import column_index_from_string as column
 
@@ -718,16 +738,45 @@ def _merged_ranges(path: Path, sheet: str) -> list[tuple[int, int, int, int]]:
             relations = ET.fromstring(archive.read("xl/_rels/workbook.xml.rels"))
             target = next(r.get("Target") for r in relations if r.get("Id") == rid)
             part = target.lstrip("/") if target.startswith("/") else f"xl/{target}"
-            found, tail = [], b""
+            merged, errors, tail = [], [], b""
+
+            def scan(text: bytes) -> None:
+                merged.extend(_MERGED.findall(text))
+                at = text.find(b't="e"')  # most sheets have no error cell
+                while at >= 0:  # each one's start tag, reference and value around the attribute
+                    start, close = text.rfind(b"<", 0, at), text.find(b">", at)
+                    ref = _CELL_REF.search(text, start, close)
+                    end = _CELL_END.search(text, close)
+                    value = _CELL_VALUE.search(text, close, end.start() + 4) if end else None
+                    if _CELL_START.match(text, start) and ref and value and text[close - 1] != ord("/"):
+                        errors.append((int(ref.group(2)), column(ref.group(1).decode()),
+                                       unescape(value.group(1).decode("utf-8", "replace")).strip()))
+                    at = text.find(b't="e"', max(close, at + 1))
+
             with archive.open(part) as fh:
                 while chunk := fh.read(1 << 20):
                     text = tail + chunk
-                    found += _MERGED.findall(text)
-                    cut = text.rfind(b"<")  # a tag cut at the chunk's end is read with the next chunk
-                    tail = text[cut:] if cut >= 0 and b">" not in text[cut:] else b""
+                    cut = text.rfind(b"row>")  # whole rows at a time (a cell cut at the chunk's end is read with the next)
+                    cut = text.rfind(b">") if cut < 0 and len(text) > 1 << 24 else cut  # (no rows: ranges only)
+                    scan(text[:cut + 1] if cut >= 0 else b"")
+                    tail = text[cut + 1:] if cut >= 0 else text
+            scan(tail)
     except (KeyError, StopIteration, ET.ParseError, zipfile.BadZipFile, OSError):
-        return []
-    return [(int(r1), column(c1.decode()), int(r2), column(c2.decode())) for c1, r1, c2, r2 in found]
+        return [], []
+    ranges = [(int(r1), column(c1.decode()), int(r2), column(c2.decode())) for c1, r1, c2, r2 in merged]
+    return ranges, errors
+
+
+def _sheet_errors(frame: pd.DataFrame, cells: list[tuple[int, int, str]]) -> dict[int, dict[str, int]]:
+    """The error cells (``_sheet_marks``) among ``frame``'s data cells (a sheet read with its
+    header in row 1) that it reads as missing, per column position: error text -> cells."""
+    found: dict[int, dict[str, int]] = {}
+    for row, col, text in cells:
+        i, k = row - 2, col - 1
+        if 0 <= i < len(frame) and k < frame.shape[1] and pd.isna(frame.iat[i, k]):
+            counts = found.setdefault(k, {})
+            counts[text or "error"] = counts.get(text or "error", 0) + 1
+    return found
 
 
 def _merged_filled(frame: pd.DataFrame, ranges: list[tuple[int, int, int, int]], where: str,
@@ -1899,6 +1948,22 @@ def _note_time(record: dict, what: str, cells: pd.Series, values: pd.Series, cou
                                  f"'{cells[first]}' is {values[first]:g})")
 
 
+def _note_marks(record: dict, column: str, tokens: dict[str, int]) -> None:
+    """The notices for a column's cells read as missing for their token (token -> cells): the
+    missing-value marks, and apart from them the spreadsheet errors (a formula that failed)."""
+    errors = {k: v for k, v in tokens.items() if k in SPREADSHEET_ERRORS}
+    marks = {k: v for k, v in tokens.items() if k not in SPREADSHEET_ERRORS}
+    if marks:
+        record["notices"].append(f"column '{column}': {sum(marks.values())} cell(s) marked missing ({_quote(marks)})")
+    if errors:
+        record["notices"].append(_errors_note(f"column '{column}'", errors))
+
+
+def _errors_note(what: str, errors: dict[str, int]) -> str:
+    return (f"{what}: {sum(errors.values())} cell(s) hold a spreadsheet formula's error ({_quote(errors)}), read "
+            f"as missing: the formula's value is unknown")
+
+
 def _column_record(column: str, forced: str | None, read_as: str) -> dict:
     """A feature column's record as the rules begin it (they add its kind, conversions and messages)."""
     return {"column": column, "forced": forced, "converted": {}, "warnings": [], "notices": [], "read_as": read_as}
@@ -1947,8 +2012,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             record["notices"].append(_invisible_note(f"column '{column}'", invisible))
         if tokens:
             record["converted"].update(tokens)
-            record["notices"].append(f"column '{column}': {sum(tokens.values())} cell(s) marked missing "
-                                     f"({_quote(tokens)})")
+            _note_marks(record, column, tokens)
         kind = forced or (None if read_as == "text" else "categorical")
         distinct = None  # the column's distinct cells, for the rules that read them
         if kind != "categorical":
@@ -2538,6 +2602,9 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         raise DataError(f"{where}: file not found")
     delimiter = csv_delimiter(source)
     frame = _read_local(path, where, key, delimiter, source.encoding, source.sheet, stage, source.target)
+    # a workbook's cells holding a formula's error, which pandas reads as empty: column -> error -> cells
+    sheet_errors = {frame.columns[i]: found for i, found in frame.attrs.pop(SHEET_ERRORS, {}).items()
+                    if i < frame.shape[1]}
     if frame.shape[1] == 0:
         raise DataError(f"{where}: the sheet read is empty (set '{key}.sheet' to read another)"
                         if local_format(path) == "excel" else f"{where}: the file has no columns")
@@ -2585,12 +2652,17 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
     unlabeled = int(target.isna().sum())
     if unlabeled:
         frame, target = frame[target.notna()], target[target.notna()]
+        errors = {**{k: v for k, v in marks.items() if k in SPREADSHEET_ERRORS}, **sheet_errors.get(source.target, {})}
+        marks = {k: v for k, v in marks.items() if k not in SPREADSHEET_ERRORS}
         marked = sum(marks.values())
         notes.append(f"WARNING dropped {unlabeled} rows without a target, {marked} of them for a missing-value "
                      f"mark ({_quote(marks)}), which may be a class ('None', 'NA' for North America): to keep such "
                      f"rows, write that class another way in the file"
                      if marked >= 3  # as many as a class needs: 'None' or 'NA' may be one
                      else f"dropped {unlabeled} rows without a target")
+        if errors:  # a class computed by a formula that failed
+            notes.append("WARNING " + _errors_note(f"target column '{source.target}'", errors)
+                         + " (their rows are among those dropped)")
     if target.nunique() < 2:
         raise DataError(f"{where}: target column '{source.target}' has "
                         f"{target.nunique()} distinct value(s); classification needs at least two")
@@ -2625,6 +2697,10 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
             record, values = _finish_column(column, plain[column], record, source, key)
         else:
             record, values = _infer_column(column, frame[column], source, key, where)
+        if column in sheet_errors:  # read as missing cells by pandas: counted and named as in a CSV
+            found = sheet_errors[column]
+            record["converted"] = {**record["converted"], **found}
+            record["notices"].append(_errors_note(f"column '{column}'", found))
         if column in marked_by_source:
             listed = marked_by_source[column]
             record["converted"] = {**listed, **record["converted"]}
