@@ -846,6 +846,46 @@ def test_spreadsheet_formula_errors_are_missing_cells_counted_per_column(repo, c
     assert len(read) == n - 1 and int(read["ratio"].isna().sum()) == divided and cols["ratio"]["kind"] == "numeric"
 
 
+def test_formulas_a_workbook_stores_without_their_values_are_warned_per_column(repo, capsys):
+    """Rows a program appended with formulas (openpyxl stores no value for them, '<v />') read as
+    empty cells: a column whose every cell is so was an error, one with some such cells lost them
+    without a word. Those cells are now counted in a warning naming the first one; a formula the
+    workbook stores with its value, and a computed empty text ('<v></v>'), are values."""
+    import zipfile
+
+    from openpyxl import Workbook
+
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    book = Workbook()
+    sheet = book.active
+    sheet.append(["a", "total", "label"])
+    for i in range(60):
+        sheet.append([i * 1.5, f"=A{i + 2}*3" if i >= 50 else i * 4.5, "#NAME?" if i == 3 else "ab"[i % 2]])
+    path = repo / "data" / "local" / "calc.xlsx"
+    book.save(path)
+    with zipfile.ZipFile(path) as archive:
+        parts = {name: archive.read(name) for name in archive.namelist()}
+    xml = parts["xl/worksheets/sheet1.xml"]
+    assert xml.count(b"<v />") == 10  # how openpyxl writes a formula's cell
+    for row in (52, 53):  # two formulas stored with their values, as a spreadsheet application saves them
+        xml = xml.replace(b"<f>A%d*3</f><v />" % row, b"<f>A%d*3</f><v>%g</v>" % (row, (row - 2) * 4.5))
+    parts["xl/worksheets/sheet1.xml"] = xml.replace(b"<f>A61*3</f><v />", b"<f>A61*3</f><v></v>")
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in parts.items():
+            archive.writestr(name, data)
+
+    frame, info = load_local_table("calc", SourceConfig(path="data/local/calc.xlsx", target="label"), repo)
+    err = capsys.readouterr().err
+    total = {r["column"]: r for r in info["columns"]}["total"]
+    assert ("WARNING column 'total': 7 cell(s) hold a formula whose value the workbook does not store (the first: "
+            "B54), read as missing") in err
+    assert total["converted"] == {"formula without a stored value": 7} and total["missing"] == 8
+    assert frame["total"].iloc[49:51].tolist() == [225.0, 229.5]  # data rows 51, 52 (row 3 dropped)
+    assert "WARNING target column 'label': 1 cell(s) hold a spreadsheet formula's error ('#NAME?' x1)" in err
+
+
 def test_an_excel_file_without_openpyxl_is_a_named_error(repo, monkeypatch, capsys):
     workbook(repo)
     monkeypatch.setitem(sys.modules, "openpyxl", None)  # not installed: `import openpyxl` raises ImportError

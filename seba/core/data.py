@@ -699,10 +699,12 @@ def _excel_sheet(path: Path, where: str, key: str, sheet: str | int | None, tag:
         frame.columns = [str(h).strip() if pd.notna(h) and str(h).strip() else f"Unnamed: {i}"
                          for i, h in enumerate(header.iloc[0])]
     ranges, error_cells = _sheet_marks(path, chosen)
-    errors = _sheet_errors(frame, error_cells)  # before merged ranges are filled: an error cell is one of a range's
+    errors, uncomputed = _sheet_errors(frame, error_cells)  # before merged ranges are filled
     frame = _merged_filled(frame, ranges, where, tag)
     if errors:
         frame.attrs[SHEET_ERRORS] = errors
+    if uncomputed:
+        frame.attrs[SHEET_UNCOMPUTED] = uncomputed
     empty = [i for i in range(frame.shape[1]) if frame.iloc[:, i].isna().all()]
     if len(frame) and empty:
         _refuse_formulas_without_values(path, where, chosen, empty, list(frame.columns))
@@ -717,14 +719,20 @@ _CELL_START = re.compile(rb'<(?:\w+:)?c\s')
 _CELL_REF = re.compile(rb'\br="([A-Z]+)(\d+)"')
 _CELL_VALUE = re.compile(rb'<(?:\w+:)?v>([^<]*)</')
 _CELL_END = re.compile(rb'</(?:\w+:)?c>')
+# a cell holding a formula and no value, as a program that does not compute formulas writes it:
+# no <v>, or openpyxl's '<v />' (a computed empty text, which Excel writes '<v></v>', is a value)
+_UNCOMPUTED = re.compile(rb'<(?:\w+:)?c\s([^>]*)>\s*<(?:\w+:)?f\b(?:[^>]*/>|[^>]*>[^<]*</(?:\w+:)?f>)\s*'
+                         rb'(?:<(?:\w+:)?v\s*/>\s*)?</(?:\w+:)?c>')
 SHEET_ERRORS = "seba_sheet_errors"  # frame.attrs key: a sheet's error cells per column position
+SHEET_UNCOMPUTED = "seba_sheet_uncomputed"  # ... and its formulas without a stored value
 
 
 def _sheet_marks(path: Path, sheet: str) -> tuple[list[tuple[int, int, int, int]], list[tuple[int, int, str]]]:
     """A workbook sheet's merged cell ranges, as (first row, first column, last row, last column),
-    and its cells holding a formula's error, as (row, column, error text), counted from 1 as Excel
-    counts them: read from the sheet's XML, streamed (openpyxl's read-only mode, which pandas
-    uses, does not give the ranges, and pandas reads an error cell as an empty one)."""
+    and its cells holding a formula's error, as (row, column, error text), or a formula without a
+    stored value, as (row, column, ""), counted from 1 as Excel counts them: read from the sheet's
+    XML, streamed (openpyxl's read-only mode, which pandas uses, does not give the ranges, and
+    pandas reads both kinds of cell as empty ones)."""
     import xml.etree.ElementTree as ET
     from xml.sax.saxutils import unescape
 
@@ -752,6 +760,11 @@ def _sheet_marks(path: Path, sheet: str) -> tuple[list[tuple[int, int, int, int]
                         errors.append((int(ref.group(2)), column(ref.group(1).decode()),
                                        unescape(value.group(1).decode("utf-8", "replace")).strip()))
                     at = text.find(b't="e"', max(close, at + 1))
+                if b"<f" in text or b":f" in text:  # a sheet of formulas: those stored without a value
+                    for attributes in _UNCOMPUTED.findall(text):
+                        ref = _CELL_REF.search(attributes)
+                        if ref:
+                            errors.append((int(ref.group(2)), column(ref.group(1).decode()), ""))
 
             with archive.open(part) as fh:
                 while chunk := fh.read(1 << 20):
@@ -767,16 +780,24 @@ def _sheet_marks(path: Path, sheet: str) -> tuple[list[tuple[int, int, int, int]
     return ranges, errors
 
 
-def _sheet_errors(frame: pd.DataFrame, cells: list[tuple[int, int, str]]) -> dict[int, dict[str, int]]:
-    """The error cells (``_sheet_marks``) among ``frame``'s data cells (a sheet read with its
-    header in row 1) that it reads as missing, per column position: error text -> cells."""
-    found: dict[int, dict[str, int]] = {}
+def _sheet_errors(frame: pd.DataFrame, cells: list[tuple[int, int, str]]) -> tuple[dict, dict]:
+    """The error cells and the formulas without a value (``_sheet_marks``) among ``frame``'s data
+    cells (a sheet read with its header in row 1) that it reads as missing, per column position:
+    error text -> cells, and (cells, the first one's reference, 'B7')."""
+    from openpyxl.utils import get_column_letter
+
+    errors: dict[int, dict[str, int]] = {}
+    uncomputed: dict[int, tuple[int, str]] = {}
     for row, col, text in cells:
         i, k = row - 2, col - 1
         if 0 <= i < len(frame) and k < frame.shape[1] and pd.isna(frame.iat[i, k]):
-            counts = found.setdefault(k, {})
-            counts[text or "error"] = counts.get(text or "error", 0) + 1
-    return found
+            if text:
+                counts = errors.setdefault(k, {})
+                counts[text] = counts.get(text, 0) + 1
+            else:
+                n, first = uncomputed.get(k, (0, f"{get_column_letter(col)}{row}"))
+                uncomputed[k] = (n + 1, first)
+    return errors, uncomputed
 
 
 def _merged_filled(frame: pd.DataFrame, ranges: list[tuple[int, int, int, int]], where: str,
@@ -1964,6 +1985,12 @@ def _errors_note(what: str, errors: dict[str, int]) -> str:
             f"as missing: the formula's value is unknown")
 
 
+def _uncomputed_note(what: str, cells: int, first: str) -> str:
+    return (f"{what}: {cells} cell(s) hold a formula whose value the workbook does not store (the first: {first}), "
+            f"read as missing: a file written by a program that does not compute formulas is so; open and save it "
+            f"in Excel or LibreOffice, which stores the values")
+
+
 def _column_record(column: str, forced: str | None, read_as: str) -> dict:
     """A feature column's record as the rules begin it (they add its kind, conversions and messages)."""
     return {"column": column, "forced": forced, "converted": {}, "warnings": [], "notices": [], "read_as": read_as}
@@ -2605,6 +2632,8 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
     # a workbook's cells holding a formula's error, which pandas reads as empty: column -> error -> cells
     sheet_errors = {frame.columns[i]: found for i, found in frame.attrs.pop(SHEET_ERRORS, {}).items()
                     if i < frame.shape[1]}
+    uncomputed = {frame.columns[i]: found for i, found in frame.attrs.pop(SHEET_UNCOMPUTED, {}).items()
+                  if i < frame.shape[1]}
     if frame.shape[1] == 0:
         raise DataError(f"{where}: the sheet read is empty (set '{key}.sheet' to read another)"
                         if local_format(path) == "excel" else f"{where}: the file has no columns")
@@ -2663,6 +2692,10 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         if errors:  # a class computed by a formula that failed
             notes.append("WARNING " + _errors_note(f"target column '{source.target}'", errors)
                          + " (their rows are among those dropped)")
+        if source.target in uncomputed:
+            notes.append("WARNING " + _uncomputed_note(f"target column '{source.target}'",
+                                                       *uncomputed[source.target])
+                         + " (their rows are among those dropped)")
     if target.nunique() < 2:
         raise DataError(f"{where}: target column '{source.target}' has "
                         f"{target.nunique()} distinct value(s); classification needs at least two")
@@ -2701,6 +2734,9 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
             found = sheet_errors[column]
             record["converted"] = {**record["converted"], **found}
             record["notices"].append(_errors_note(f"column '{column}'", found))
+        if column in uncomputed:
+            record["converted"] = {**record["converted"], "formula without a stored value": uncomputed[column][0]}
+            record["warnings"].append(_uncomputed_note(f"column '{column}'", *uncomputed[column]))
         if column in marked_by_source:
             listed = marked_by_source[column]
             record["converted"] = {**listed, **record["converted"]}
