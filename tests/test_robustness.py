@@ -835,6 +835,7 @@ def test_spreadsheet_formula_errors_are_missing_cells_counted_per_column(repo, c
     for i in range(n):
         sheet.append(["#DIV/0!" if i % 97 == 5 else i * 0.5, "#N/A" if i % 1000 == 1 else i % 7,
                       "x" if i % 3 else "y", "#NAME?" if i == 10 else "ab"[i % 2]])
+    sheet["C3"] = 'see t="e" <v>#REF!</v>'  # a text that reads like an error cell's XML (written as it is there)
     book.save(repo / "data" / "local" / "errs.xlsx")
     read, info = load_local_table("errs", SourceConfig(path="data/local/errs.xlsx", target="label"), repo)
     err = capsys.readouterr().err
@@ -844,6 +845,7 @@ def test_spreadsheet_formula_errors_are_missing_cells_counted_per_column(repo, c
     assert f"column 'ratio': {divided} cell(s) hold a spreadsheet formula's error ('#DIV/0!' x{divided})" in err
     assert "target column 'label': 1 cell(s) hold a spreadsheet formula's error ('#NAME?' x1)" in err
     assert len(read) == n - 1 and int(read["ratio"].isna().sum()) == divided and cols["ratio"]["kind"] == "numeric"
+    assert cols["note"]["converted"] == {} and 'see t="e" <v>#REF!</v>' in set(read["note"].astype(str))
 
 
 def test_formulas_a_workbook_stores_without_their_values_are_warned_per_column(repo, capsys):
