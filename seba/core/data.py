@@ -698,8 +698,8 @@ def _excel_sheet(path: Path, where: str, key: str, sheet: str | int | None, tag:
     if len(header) and header.shape[1] == frame.shape[1]:
         frame.columns = [str(h).strip() if pd.notna(h) and str(h).strip() else f"Unnamed: {i}"
                          for i, h in enumerate(header.iloc[0])]
-    ranges, error_cells = _sheet_marks(path, chosen)
-    errors, uncomputed = _sheet_errors(frame, error_cells)  # before merged ranges are filled
+    ranges, error_cells, formula_cells = _sheet_marks(path, chosen)
+    errors, uncomputed = _sheet_errors(frame, error_cells, formula_cells)  # before merged ranges are filled
     frame = _merged_filled(frame, ranges, where, tag)
     if errors:
         frame.attrs[SHEET_ERRORS] = errors
@@ -727,12 +727,13 @@ SHEET_ERRORS = "seba_sheet_errors"  # frame.attrs key: a sheet's error cells per
 SHEET_UNCOMPUTED = "seba_sheet_uncomputed"  # ... and its formulas without a stored value
 
 
-def _sheet_marks(path: Path, sheet: str) -> tuple[list[tuple[int, int, int, int]], list[tuple[int, int, str]]]:
+def _sheet_marks(path: Path, sheet: str) -> tuple[list[tuple[int, int, int, int]], list[tuple[int, int, str]],
+                                                 list[tuple[int, int]]]:
     """A workbook sheet's merged cell ranges, as (first row, first column, last row, last column),
-    and its cells holding a formula's error, as (row, column, error text), or a formula without a
-    stored value, as (row, column, ""), counted from 1 as Excel counts them: read from the sheet's
-    XML, streamed (openpyxl's read-only mode, which pandas uses, does not give the ranges, and
-    pandas reads both kinds of cell as empty ones)."""
+    its cells holding a formula's error, as (row, column, error text), and those holding a formula
+    without a stored value, as (row, column), counted from 1 as Excel counts them: read from the
+    sheet's XML, streamed (openpyxl's read-only mode, which pandas uses, does not give the ranges,
+    and pandas reads both kinds of cell as empty ones)."""
     import xml.etree.ElementTree as ET
     from xml.sax.saxutils import unescape
 
@@ -746,7 +747,7 @@ def _sheet_marks(path: Path, sheet: str) -> tuple[list[tuple[int, int, int, int]
             relations = ET.fromstring(archive.read("xl/_rels/workbook.xml.rels"))
             target = next(r.get("Target") for r in relations if r.get("Id") == rid)
             part = target.lstrip("/") if target.startswith("/") else f"xl/{target}"
-            merged, errors, tail = [], [], b""
+            merged, errors, uncomputed, tail = [], [], [], b""
 
             def scan(text: bytes) -> None:
                 merged.extend(_MERGED.findall(text))
@@ -764,7 +765,7 @@ def _sheet_marks(path: Path, sheet: str) -> tuple[list[tuple[int, int, int, int]
                     for attributes in _UNCOMPUTED.findall(text):
                         ref = _CELL_REF.search(attributes)
                         if ref:
-                            errors.append((int(ref.group(2)), column(ref.group(1).decode()), ""))
+                            uncomputed.append((int(ref.group(2)), column(ref.group(1).decode())))
 
             with archive.open(part) as fh:
                 while chunk := fh.read(1 << 20):
@@ -775,29 +776,34 @@ def _sheet_marks(path: Path, sheet: str) -> tuple[list[tuple[int, int, int, int]
                     tail = text[cut + 1:] if cut >= 0 else text
             scan(tail)
     except (KeyError, StopIteration, ET.ParseError, zipfile.BadZipFile, OSError):
-        return [], []
+        return [], [], []
     ranges = [(int(r1), column(c1.decode()), int(r2), column(c2.decode())) for c1, r1, c2, r2 in merged]
-    return ranges, errors
+    return ranges, errors, uncomputed
 
 
-def _sheet_errors(frame: pd.DataFrame, cells: list[tuple[int, int, str]]) -> tuple[dict, dict]:
+def _sheet_errors(frame: pd.DataFrame, errors: list[tuple[int, int, str]],
+                  uncomputed: list[tuple[int, int]]) -> tuple[dict, dict]:
     """The error cells and the formulas without a value (``_sheet_marks``) among ``frame``'s data
     cells (a sheet read with its header in row 1) that it reads as missing, per column position:
     error text -> cells, and (cells, the first one's reference, 'B7')."""
+    from collections import Counter
+
     from openpyxl.utils import get_column_letter
 
-    errors: dict[int, dict[str, int]] = {}
-    uncomputed: dict[int, tuple[int, str]] = {}
-    for row, col, text in cells:
-        i, k = row - 2, col - 1
-        if 0 <= i < len(frame) and k < frame.shape[1] and pd.isna(frame.iat[i, k]):
-            if text:
-                counts = errors.setdefault(k, {})
-                counts[text] = counts.get(text, 0) + 1
-            else:
-                n, first = uncomputed.get(k, (0, f"{get_column_letter(col)}{row}"))
-                uncomputed[k] = (n + 1, first)
-    return errors, uncomputed
+    missing = frame.isna().to_numpy() if errors or uncomputed else None
+
+    def read_missing(cells: list[tuple]) -> list[tuple]:
+        return [c for c in cells if 0 <= c[0] - 2 < len(frame) and c[1] - 1 < frame.shape[1]
+                and missing[c[0] - 2, c[1] - 1]]
+
+    counted: dict[int, dict[str, int]] = {}
+    for (k, text), cells in Counter((col - 1, text) for _, col, text in read_missing(errors)).items():
+        counted.setdefault(k, {})[text] = cells
+    found: dict[int, tuple[int, str]] = {}
+    for row, col in read_missing(uncomputed):
+        n, first = found.get(col - 1, (0, f"{get_column_letter(col)}{row}"))
+        found[col - 1] = (n + 1, first)
+    return counted, found
 
 
 def _merged_filled(frame: pd.DataFrame, ranges: list[tuple[int, int, int, int]], where: str,
@@ -1969,11 +1975,16 @@ def _note_time(record: dict, what: str, cells: pd.Series, values: pd.Series, cou
                                  f"'{cells[first]}' is {values[first]:g})")
 
 
+def _split_errors(tokens: dict[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+    """Missing-value tokens found (token -> cells) as the missing-value marks and the spreadsheet errors."""
+    return ({k: v for k, v in tokens.items() if k not in SPREADSHEET_ERRORS},
+            {k: v for k, v in tokens.items() if k in SPREADSHEET_ERRORS})
+
+
 def _note_marks(record: dict, column: str, tokens: dict[str, int]) -> None:
     """The notices for a column's cells read as missing for their token (token -> cells): the
     missing-value marks, and apart from them the spreadsheet errors (a formula that failed)."""
-    errors = {k: v for k, v in tokens.items() if k in SPREADSHEET_ERRORS}
-    marks = {k: v for k, v in tokens.items() if k not in SPREADSHEET_ERRORS}
+    marks, errors = _split_errors(tokens)
     if marks:
         record["notices"].append(f"column '{column}': {sum(marks.values())} cell(s) marked missing ({_quote(marks)})")
     if errors:
@@ -2681,8 +2692,8 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
     unlabeled = int(target.isna().sum())
     if unlabeled:
         frame, target = frame[target.notna()], target[target.notna()]
-        errors = {**{k: v for k, v in marks.items() if k in SPREADSHEET_ERRORS}, **sheet_errors.get(source.target, {})}
-        marks = {k: v for k, v in marks.items() if k not in SPREADSHEET_ERRORS}
+        marks, errors = _split_errors(marks)
+        errors = {**errors, **sheet_errors.get(source.target, {})}
         marked = sum(marks.values())
         notes.append(f"WARNING dropped {unlabeled} rows without a target, {marked} of them for a missing-value "
                      f"mark ({_quote(marks)}), which may be a class ('None', 'NA' for North America): to keep such "
