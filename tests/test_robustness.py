@@ -2929,6 +2929,46 @@ def test_every_count_of_a_columns_notation_reaches_the_schema_report(repo):
     assert {name: (field, entries[name].get(field)) for name, (field, _) in expected.items()} == expected
 
 
+def test_numbers_marked_as_text_for_a_spreadsheet_are_numbers_counted_per_column(repo):
+    """A number marked as text for a spreadsheet, with a leading apostrophe (a CSV-injection
+    escape writes "'-5.25" for a negative number; a cell typed as text, "'812") or as Excel's text
+    formula ('="01234"', as exports that keep leading zeros write codes), made a column of numbers
+    categorical text: its levels folded into 'other' with no word of why. Such cells are the number
+    now, counted with a notice, so that the leading-zero rule sees '01234'; a column named in
+    'categorical' keeps them as written, and a marked cell that is not a number stays text."""
+    from seba.core.data import schema_report
+
+    rows = 120
+    change = [f"{(i * 37) % 200 / 4 - 25:.2f}" for i in range(rows)]
+    frame = pd.DataFrame({
+        "change": [f"'{v}" if v.startswith("-") else v for v in change],
+        "typed": [f"'{v}" for v in change],
+        "zip": [f'="{(i * 7919) % 100000:05d}"' for i in range(rows)],
+        "kept": [f"'{v}" for v in change],
+        "word": ["'abc", "'=1+2", "'x"] * (rows // 3),
+        "label": ["ab"[i % 2] for i in range(rows)]})
+    read, records = _read_own(repo, "marked", frame, categorical=["kept"])
+    expected = np.array([float(v) for v in change])
+    np.testing.assert_array_equal(read["change"].to_numpy(), expected)
+    np.testing.assert_array_equal(read["typed"].to_numpy(), expected)
+    negatives = sum(v.startswith("-") for v in change)
+    assert records["change"]["kind"] == "numeric" and records["change"]["text_marked"] == negatives
+    first = next(v for v in change if v.startswith("-"))
+    assert records["change"]["notices"] == [
+        f"column 'change': {negatives} number(s) written as text for a spreadsheet (a leading ' or =\"...\") "
+        f"(e.g. ''{first}'), read as the number ({float(first):g}): list 'change' in "
+        f"'sources.marked.categorical' to keep them as text (codes)"] and not records["change"]["warnings"]
+    assert records["typed"]["text_marked"] == rows
+    np.testing.assert_array_equal(read["zip"].to_numpy(), [float((i * 7919) % 100000) for i in range(rows)])
+    zeros = sum(f"{(i * 7919) % 100000:05d}".startswith("0") for i in range(rows))
+    assert records["zip"]["text_marked"] == rows and records["zip"]["leading_zeros"] == zeros > 0
+    assert records["kept"]["kind"] == "categorical" and set(read["kept"].astype(str)) <= set(frame["kept"]) | {
+        "other"} and "text_marked" not in records["kept"]
+    assert records["word"]["kind"] == "categorical" and set(read["word"].astype(str)) == {"'abc", "'=1+2", "'x"}
+    entries = {e["column"]: e for e in schema_report("marked", read, encode_table(read), {})["columns"]}
+    assert entries["change"]["text_marked"] == negatives and entries["zip"]["text_marked"] == rows
+
+
 def test_typeset_fractions_and_minuses_are_numbers_and_pairs_get_a_hint(repo):
     """Fractions of one character ('9½', '¾') and a minus typeset as a dash ('–0.5', as text copied
     from a PDF writes it) were categorical text (a warning offered to make them missing): they are

@@ -1544,9 +1544,14 @@ _TRAILING_MINUS = r"(?P<number>\d[\d,.' ]*)-"  # '1,234.50-', as some accounting
 _FRACTION = r"(?:(?P<whole>[+-]?\d+)(?:[ ]+|-)|(?P<sign>[+-]))?(?P<top>\d+)/(?P<bottom>\d+)"
 # an approximate number ('~5', '≈ 5', 'ca. 1850', 'approx. 12'), read as the number
 _APPROXIMATE = r"(?:[~≈∼]|(?i:ca|approx|circa)\.?(?=[ ]|\d))[ ]*(?P<number>[+-]?\d.*)"
+# a number marked as text for a spreadsheet: a leading apostrophe ("'-5.2", as a CSV-injection
+# escape and a cell typed as text write it) or Excel's text formula ('="00123"', as exports that
+# keep leading zeros write it)
+_TEXT_MARKED = r"(?:'(?P<quoted>[ ]*[+-]?[\d.,].*)|=\"(?P<formula>[ ]*[+-]?[\d.,][^\"]*)\")"
 # the notations read on the way to a number that a notice counts alike: the schema field, how the
 # cells were written and what they were read as
-_NOTATIONS = {"approximate": ("approximate", "as approximate", "the number"),
+_NOTATIONS = {"text marked": ("text_marked", "as text for a spreadsheet (a leading ' or =\"...\")", "the number"),
+              "approximate": ("approximate", "as approximate", "the number"),
               "powers of ten": ("powers_of_ten", "with a power of ten", "their value"),
               "ordinals": ("ordinals", "as ordinals", "their number"),
               "fractions": ("fractions", "as fractions", "their value")}
@@ -1572,21 +1577,28 @@ _INTERVAL = (r"(?P<low2>[+-]?\d+(?:\.\d+)?)[ ]*(?:<=?|\u2264)[ ]*[A-Za-z]\w*[ ]*
 
 def _other_notations(text: pd.Series, decimal: str,
                      cells: _Cells | None = None) -> tuple[pd.Series | None, dict[str, pd.Series]]:
-    """``text`` with numbers written in six other notations rewritten as plain numbers: for a
+    """``text`` with numbers written in seven other notations rewritten as plain numbers: for a
     column that also holds plain ones, bounds ('<0.5', '>100', '≤ 3': a value beyond a detection
     limit, as the limit itself) and a minus after the number ('21-'); and fractions ('3/4', '5 1/2',
     only where no fraction without a whole part is above 1, so that '15/3' dates and '120/80'
     pairs are not read as fractions), ordinals ('1st', '2nd': their number), numbers with a power
-    of ten ('3.2 x 10^6', '1.5×10⁻³') and approximate numbers ('~5', 'ca. 1850': the number); and,
+    of ten ('3.2 x 10^6', '1.5×10⁻³'), approximate numbers ('~5', 'ca. 1850': the number) and
+    numbers marked as text for a spreadsheet ("'-5.2", '="00123"': the number, read by the rules
+    above as written without the mark); and,
     per notation, the cells rewritten (a boolean mask). None when no cell is so written. Looks at the distinct
     cells only (``cells``, when the caller has them): a categorical column of many rows has few."""
     codes, distinct = (cells.codes, cells.distinct) if cells is not None else _factorized(text)
     if distinct.empty or not distinct.str.contains(
             rf"[<>=\u2264\u2265/~\u2248\u223c]|\d-$|\d[ ]?(?i:st|nd|rd|th)$|10(?:\^|\*\*|[\u207b\u207a{_SUPERSCRIPTS}])"
-            rf"|^(?i:ca|approx|circa)|{_VULGAR}", regex=True).any():
+            rf"|^(?i:ca|approx|circa)|^'|{_VULGAR}", regex=True).any():
         return None, {}
     rewritten, masks = distinct, {}
-    approximate = distinct.str.extract(rf"^{_APPROXIMATE}$")["number"]
+    marked = distinct.str.extract(rf"^{_TEXT_MARKED}$")
+    marked = marked["quoted"].fillna(marked["formula"]).str.strip()
+    if marked.notna().any():
+        rewritten = rewritten.mask(marked.notna(), marked)
+        masks["text marked"] = marked.notna()
+    approximate = rewritten.str.extract(rf"^{_APPROXIMATE}$")["number"]
     if approximate.notna().any():
         rewritten = rewritten.mask(approximate.notna(), approximate.str.strip())
         masks["approximate"] = approximate.notna()
@@ -2173,7 +2185,11 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                             f"column '{column}': {count} number(s) written {written} (e.g. '{text[first]}'), "
                             f"read as {read_as} ({values[first]:g})"
                             + (f", which keeps their order: list '{column}' in '{key}.categorical' to keep them "
-                               f"as levels" if notation == "ordinals" else ""))
+                               f"as levels" if notation == "ordinals" else "")
+                            + (f": list '{column}' in '{key}.categorical' to keep them as text (codes)"
+                               if notation == "text marked" else ""))
+                if "text marked" in notations and not unit:  # '="00123"' is a number with leading zeros
+                    numbers = numbers.mask(notations["text marked"].fillna(False).astype(bool), cells)
                 if "fractions" in notations:  # their values, written '0.125', are not digit groups
                     numbers = numbers.mask(notations["fractions"].fillna(False).astype(bool))
                 if forced is None and not counted:  # '05:30' and '05/01/2020' are times, not codes
