@@ -2969,6 +2969,31 @@ def test_numbers_marked_as_text_for_a_spreadsheet_are_numbers_counted_per_column
     assert entries["change"]["text_marked"] == negatives and entries["zip"]["text_marked"] == rows
 
 
+def test_numbers_with_fortrans_exponent_letter_are_numbers_with_a_power_of_ten(repo):
+    """Fortran writes a double's exponent with 'D' ('1.6505D+02', '-3.1d-05'): a column of them was
+    categorical text, its levels folded into 'other' with no word of why. They are numbers now,
+    counted as powers of ten, alone or beside plain numbers; a letter 'D' without the exponent's
+    sign ('3D6' dice, '12D4' seat codes) stays text."""
+    rows = 90
+    values = [(-1) ** i * (i + 1.25) * 10.0 ** (i % 7 - 3) for i in range(rows)]
+    fortran = [f"{v:.4E}".replace("E", "D") for v in values]
+    frame = pd.DataFrame({
+        "flux": fortran,
+        "mixed": [f.lower() if i % 3 == 0 else f"{v:.6g}" for i, (f, v) in enumerate(zip(fortran, values))],
+        "dice": [f"{i % 4 + 1}D6" for i in range(rows)],
+        "seat": [f"{i}D{i % 5}" for i in range(rows)],
+        "label": ["ab"[i % 2] for i in range(rows)]})
+    read, records = _read_own(repo, "fortran", frame)
+    np.testing.assert_allclose(read["flux"].to_numpy(), [float(f.replace("D", "E")) for f in fortran], rtol=0)
+    assert records["flux"]["powers_of_ten"] == rows and records["flux"]["notices"] == [
+        f"column 'flux': {rows} number(s) written with a power of ten (e.g. '{fortran[0]}'), read as their value "
+        f"({float(fortran[0].replace('D', 'E')):g})"] and not records["flux"]["warnings"]
+    assert records["mixed"]["kind"] == "numeric" and records["mixed"]["powers_of_ten"] == rows // 3
+    assert read["mixed"].iloc[3] == float(fortran[3].replace("D", "E"))
+    assert records["dice"]["kind"] == records["seat"]["kind"] == "categorical"
+    assert "powers_of_ten" not in records["dice"] and "powers_of_ten" not in records["seat"]
+
+
 def test_typeset_fractions_and_minuses_are_numbers_and_pairs_get_a_hint(repo):
     """Fractions of one character ('9½', '¾') and a minus typeset as a dash ('–0.5', as text copied
     from a PDF writes it) were categorical text (a warning offered to make them missing): they are

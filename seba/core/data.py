@@ -1565,6 +1565,9 @@ _ORDINAL = r"(?P<number>\d+)[ ]?(?i:st|nd|rd|th)"  # '1st', '22nd', '3rd', '4th'
 _SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹"  # ⁰¹²³⁴⁵⁶⁷⁸⁹
 _POWER_OF_TEN = (r"(?:(?P<mantissa>[+-]?\d[\d,.]*)[ ]*[x×X*·][ ]*)?10"
                  rf"(?:(?:\^|\*\*)(?P<exp>[+-]?\d+)|(?P<sup>[⁻⁺]?[{_SUPERSCRIPTS}]+))")
+# a number with Fortran's exponent letter ('1.6505D+02', '-3.1d-05'), as Fortran programs write
+# doubles: the sign after the letter keeps codes ('12D34') and dice ('3D6') out
+_FORTRAN = r"(?P<mantissa>[+-]?(?:\d+\.?\d*|\.\d+))[dD](?P<exp>[+-]\d+)"
 # ranges of numbers, as binned ages and incomes are written ('40-49', '10 – 20', '$10-$20', '5 to 9'),
 # and the open ends beside them ('60+', '65-', '<10', '>= 90')
 _RANGE = (r"[$€£]?(?P<low>\d+(?:\.\d+)?)[ ]*(?:-|–|—|to)[ ]*[$€£]?"
@@ -1582,7 +1585,7 @@ def _other_notations(text: pd.Series, decimal: str,
     limit, as the limit itself) and a minus after the number ('21-'); and fractions ('3/4', '5 1/2',
     only where no fraction without a whole part is above 1, so that '15/3' dates and '120/80'
     pairs are not read as fractions), ordinals ('1st', '2nd': their number), numbers with a power
-    of ten ('3.2 x 10^6', '1.5×10⁻³'), approximate numbers ('~5', 'ca. 1850': the number) and
+    of ten ('3.2 x 10^6', '1.5×10⁻³', Fortran's '1.65D+02'), approximate numbers ('~5', 'ca. 1850': the number) and
     numbers marked as text for a spreadsheet ("'-5.2", '="00123"': the number, read by the rules
     above as written without the mark); and,
     per notation, the cells rewritten (a boolean mask). None when no cell is so written. Looks at the distinct
@@ -1590,7 +1593,7 @@ def _other_notations(text: pd.Series, decimal: str,
     codes, distinct = (cells.codes, cells.distinct) if cells is not None else _factorized(text)
     if distinct.empty or not distinct.str.contains(
             rf"[<>=\u2264\u2265/~\u2248\u223c]|\d-$|\d[ ]?(?i:st|nd|rd|th)$|10(?:\^|\*\*|[\u207b\u207a{_SUPERSCRIPTS}])"
-            rf"|^(?i:ca|approx|circa)|^'|{_VULGAR}", regex=True).any():
+            rf"|^(?i:ca|approx|circa)|^'|\d[dD][+-]\d|{_VULGAR}", regex=True).any():
         return None, {}
     rewritten, masks = distinct, {}
     marked = distinct.str.extract(rf"^{_TEXT_MARKED}$")
@@ -1611,6 +1614,12 @@ def _other_notations(text: pd.Series, decimal: str,
         exp = power["exp"][has].fillna(sup)
         rewritten = rewritten.mask(has, power["mantissa"][has].fillna("1") + "e" + exp)
         masks["powers of ten"] = has
+    fortran = read.str.extract(rf"^{_FORTRAN}$")
+    has = fortran["exp"].notna()
+    if has.any():
+        mantissa = fortran["mantissa"][has].str.replace(".", decimal, regex=False)
+        rewritten = rewritten.mask(has, mantissa + "e" + fortran["exp"][has])
+        masks["powers of ten"] = masks["powers of ten"] | has if "powers of ten" in masks else has
     ordinal = read.str.extract(rf"^{_ORDINAL}$")["number"]
     if ordinal.notna().any():
         rewritten = rewritten.mask(ordinal.notna(), ordinal)
