@@ -2994,6 +2994,34 @@ def test_numbers_with_fortrans_exponent_letter_are_numbers_with_a_power_of_ten(r
     assert "powers_of_ten" not in records["dice"] and "powers_of_ten" not in records["seat"]
 
 
+def test_numbers_written_with_several_units_get_a_notice_to_write_one(repo):
+    """Numbers written with a few units of one quantity ('1374 g' beside '2.2 kg', 'USD 5' beside
+    'EUR 7') stay categorical text (converting between units is the user's), but the column's
+    levels were folded into 'other' with no word of why: each unit alone was under the share the
+    one-unit hint needs. A notice now names the units and asks for one; a column of one unit keeps
+    its notice, and numbers among many different words get none."""
+    rows = 120
+    frame = pd.DataFrame({
+        "weight": [f"{1 + i / 40:.1f} kg" if i % 2 else f"{1000 + 17 * i} g" for i in range(rows)],
+        "price": [f"{'USD' if i % 3 else 'EUR'} {100 + 7 * i}" for i in range(rows)],
+        "mass": [f"{1 + i / 40:.2f} kg" for i in range(rows)],
+        "notes": [f"{i} {w}" for i, w in zip(range(rows), ["apples", "pears", "cars", "bikes", "dogs", "cats"] * 20)],
+        "label": ["ab"[i % 2] for i in range(rows)]})
+    read, records = _read_own(repo, "units", frame)
+    assert records["weight"]["kind"] == "categorical" and records["weight"]["notices"] == [
+        "column 'weight' holds numbers followed by 2 different words ('g' (e.g. '1000 g'), 'kg' (e.g. '1.0 kg')), "
+        "read as categorical text: if they are units of one quantity, convert every cell to one unit and remove it "
+        "in the file to read them as numbers"]
+    assert records["price"]["notices"] == [
+        "column 'price' holds numbers preceded by 2 different words ('USD' (e.g. 'USD 107'), 'EUR' (e.g. 'EUR "
+        "100')), read as categorical text: if they are units of one quantity, convert every cell to one unit and "
+        "remove it in the file to read them as numbers"]
+    assert records["mass"]["notices"] == [
+        "column 'mass' holds numbers followed by 'kg' (e.g. '1.00 kg'), read as categorical text: if 'kg' is a "
+        "unit, remove it in the file to read them as numbers"]
+    assert records["notes"]["kind"] == "categorical" and not records["notes"]["notices"]
+
+
 def test_typeset_fractions_and_minuses_are_numbers_and_pairs_get_a_hint(repo):
     """Fractions of one character ('9½', '¾') and a minus typeset as a dash ('–0.5', as text copied
     from a PDF writes it) were categorical text (a warning offered to make them missing): they are

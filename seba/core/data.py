@@ -1703,19 +1703,23 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
         return (f"column '{column}' holds numbers written with magnitude suffixes (e.g. '{example}'), read as "
                 f"categorical text: if they are magnitudes (k thousands, M millions, B billions), write them as "
                 f"plain numbers in the file ('1.2k' as 1200)")
-    words = written.str.extract(rf"^{_NUMBER_AND_WORD}$")["word"]
-    common = pd.Series(counts, index=written.index).groupby(words).sum().sort_values(ascending=False)
-    if len(common) and common.iloc[0] >= needed:
-        word = common.index[0]
-        return (f"column '{column}' holds numbers followed by '{word}' (e.g. '{written[words == word].iloc[0]}'), "
-                f"read as categorical text: if '{word}' is a unit, remove it in the file to read them as numbers")
-    words = written.str.extract(rf"^{_WORD_AND_NUMBER}$")["word"]  # 'USD 1,200', 'EUR 5'
-    common = pd.Series(counts, index=written.index).groupby(words).sum().sort_values(ascending=False)
-    if len(common) and common.iloc[0] >= needed:
-        word = common.index[0]
-        return (f"column '{column}' holds numbers preceded by '{word}' (e.g. '{written[words == word].iloc[0]}'), "
-                f"read as categorical text: if '{word}' is a unit, remove it in the file to read them as numbers")
+    for pattern, placed in ((_NUMBER_AND_WORD, "followed by"), (_WORD_AND_NUMBER, "preceded by")):  # 'USD 1,200'
+        words = written.str.extract(rf"^{pattern}$")["word"]
+        common = pd.Series(counts, index=written.index).groupby(words).sum().sort_values(ascending=False)
+        if len(common) and common.iloc[0] >= needed:
+            word = common.index[0]
+            return (f"column '{column}' holds numbers {placed} '{word}' (e.g. '{written[words == word].iloc[0]}'), "
+                    f"read as categorical text: if '{word}' is a unit, remove it in the file to read them as numbers")
+        # a few words, each too rare alone ('1374 g' beside '2.2 kg'): units of one quantity, most likely
+        if 1 < len(common) <= _FEW_UNITS and common.sum() >= needed:
+            shown = ", ".join(f"'{w}' (e.g. '{written[words == w].iloc[0]}')" for w in common.index[:3])
+            return (f"column '{column}' holds numbers {placed} {len(common)} different words ({shown}"
+                    f"{', ...' if len(common) > 3 else ''}), read as categorical text: if they are units of one "
+                    f"quantity, convert every cell to one unit and remove it in the file to read them as numbers")
     return None
+
+
+_FEW_UNITS = 5  # the most words a column's numbers are written with that its hint takes for units
 
 
 def _ranges_hint(column: str, cells: _Cells, digits: np.ndarray) -> str | None:
