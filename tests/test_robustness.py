@@ -2969,6 +2969,32 @@ def test_numbers_marked_as_text_for_a_spreadsheet_are_numbers_counted_per_column
     assert entries["change"]["text_marked"] == negatives and entries["zip"]["text_marked"] == rows
 
 
+def test_a_class_or_level_written_with_and_without_a_spreadsheets_text_mark_is_named(repo, capsys):
+    """A class written both with a spreadsheet's text mark and without ("'1" beside '1', '="A"' beside
+    'A') became two classes without a word. A number so written is refused as '1' beside '1.0' is
+    (a class written in several ways); words get a warning, as classes that differ only in case do;
+    a categorical feature's levels get a notice."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import load_local_table
+
+    rows = 60
+    frame = pd.DataFrame({"x": [i / 7 for i in range(rows)], "y": [(i * 3) % 11 for i in range(rows)],
+                          "grade": ['="A"', "A", "B"] * (rows // 3),
+                          "label": ["'1", "1", "2"] * (rows // 3)})
+    frame.to_csv(repo / "data" / "local" / "marks.csv", index=False)
+    with pytest.raises(DataError, match=r"target column 'label' writes a class in several ways \(''1' x20 / '1' "
+                                        r"x20\), which would make them different classes"):
+        load_local_table("marks", SourceConfig(path="data/local/marks.csv", target="label"), repo)
+    capsys.readouterr()
+    read, records = _read_own(repo, "marks", frame.assign(label=['="a"', "a", "b"] * (rows // 3)))
+    assert sorted(read["class"].unique()) == ['="a"', "a", "b"]
+    assert ("WARNING target column 'label': classes that differ only in a spreadsheet's text mark (a leading ' or "
+            "=\"...\") ('=\"a\"' x20 / 'a' x20) are different classes") in capsys.readouterr().err
+    assert records["grade"]["notices"] == [
+        "column 'grade': levels that are the same words, marked as text for a spreadsheet or not ('=\"A\"' x20 / "
+        "'A' x20) stay different levels"]
+
+
 def test_numbers_with_fortrans_exponent_letter_are_numbers_with_a_power_of_ten(repo):
     """Fortran writes a double's exponent with 'D' ('1.6505D+02', '-3.1d-05'): a column of them was
     categorical text, its levels folded into 'other' with no word of why. They are numbers now,

@@ -2319,7 +2319,8 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
     kind = record["kind"]
     same = _spellings(values)
     for kind_of, what in (("number", "the same number"), ("case", "the same word in other cases"),
-                          ("spacing", "the same words with other spacing")):
+                          ("spacing", "the same words with other spacing"),
+                          ("mark", "the same words, marked as text for a spreadsheet or not")):
         if same[kind_of]:
             record["notices"].append(f"column '{column}': levels that are {what} ({_spelled(same[kind_of], values)}) "
                                      f"stay different levels")
@@ -2379,14 +2380,17 @@ def _code_notice(column: str, values: pd.Series, missing: np.ndarray, key: str, 
 
 def _spellings(text: pd.Series) -> dict[str, list[list[str]]]:
     """Distinct cells of ``text`` that are one value written in several ways: the same number
-    ('1', '1.0', '01'), the same word in other cases ('Yes', 'yes') or the same words with other
-    spacing ('New York', 'New  York'); each a list of groups."""
+    ('1', '1.0', '01', "'1" marked as text for a spreadsheet), the same word in other cases ('Yes',
+    'yes'), the same words with other spacing ('New York', 'New  York') or the same words marked
+    as text for a spreadsheet ('="A"', "'A" beside 'A'); each a list of groups."""
     levels = pd.Series(text.dropna().unique(), dtype="string")
-    numbers = parse_numbers(levels)
-    found: dict[str, list[list[str]]] = {"number": [], "case": [], "spacing": []}
+    unmarked = levels.str.extract(rf"^{_TEXT_MARKED}$")
+    numbers = parse_numbers(unmarked["quoted"].fillna(unmarked["formula"]).str.strip().fillna(levels))
+    found: dict[str, list[list[str]]] = {"number": [], "case": [], "spacing": [], "mark": []}
     words = levels.where(numbers.isna())
     for kind, keys in (("number", numbers), ("case", words.str.lower()),
-                       ("spacing", words.str.replace(r"\s+", " ", regex=True))):
+                       ("spacing", words.str.replace(r"\s+", " ", regex=True)),
+                       ("mark", words.str.replace(r'^(?:\'(.+)|="(.*)")$', r"\1\2", regex=True))):
         present = keys.notna()
         if not keys[present].duplicated().any():  # most columns: no two cells alike (a groupby costs ~2 ms)
             continue
@@ -2753,9 +2757,10 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         raise DataError(f"{where}: target column '{source.target}' writes a class in several ways "
                         f"({_spelled(same['number'], target)}), which would make them different classes; "
                         f"write each class one way in the file")
-    for kind_of in ("case", "spacing"):
+    for kind_of, what in (("case", "case"), ("spacing", "spacing"),
+                          ("mark", "a spreadsheet's text mark (a leading ' or =\"...\")")):
         if same[kind_of]:
-            notes.append(f"WARNING target column '{source.target}': classes that differ only in {kind_of} "
+            notes.append(f"WARNING target column '{source.target}': classes that differ only in {what} "
                          f"({_spelled(same[kind_of], target)}) are different classes")
     records, out = [], {}
     plain = {}
