@@ -2995,6 +2995,31 @@ def test_a_class_or_level_written_with_and_without_a_spreadsheets_text_mark_is_n
         "'A' x20) stay different levels"]
 
 
+def test_numbers_with_a_footnote_mark_are_numbers_counted_per_column(repo):
+    """Statistical tables flag provisional or estimated values and significance with a mark after
+    the number ('87.2*', '0.03**', '7†'): a tenth of a column's cells so marked made it categorical
+    text (only 90 % numbers), its levels folded. They are the number now, counted with a notice,
+    and the other notations read the rest ('<0.5*' is a bound); a mark alone stays a non-number."""
+    rows = 100
+    plain = [f"{1 + (i * 37) % 97 / 4:.2f}" for i in range(rows)]
+    frame = pd.DataFrame({
+        "rate": [f"{v}*" if i % 10 == 0 else v for i, v in enumerate(plain)],
+        "p": [f"{v} {'*' * (1 + i % 3)}" if i % 2 else v for i, v in enumerate(plain)],
+        "lab": [("<0.5*" if i == 5 else f"{v}\u2020") if i % 10 == 5 else ("*" if i == 1 else v)
+                for i, v in enumerate(plain)],
+        "label": ["ab"[i % 2] for i in range(rows)]})
+    read, records = _read_own(repo, "flagged", frame)
+    np.testing.assert_array_equal(read["rate"].to_numpy(), [float(v) for v in plain])
+    assert records["rate"]["footnoted"] == 10 and records["rate"]["notices"] == [
+        f"column 'rate': 10 number(s) written with a footnote mark ('*', '\u2020', ...) (e.g. '{plain[0]}*'), read "
+        f"as the number without it ({float(plain[0]):g})"] and not records["rate"]["warnings"]
+    np.testing.assert_array_equal(read["p"].to_numpy(), [float(v) for v in plain])
+    assert records["p"]["footnoted"] == rows // 2
+    assert read["lab"].iloc[5] == 0.5 and records["lab"]["bounds"] == 1 and records["lab"]["footnoted"] == 10
+    assert np.isnan(read["lab"].iloc[1]) and records["lab"]["converted"] == {"*": 1}
+    np.testing.assert_array_equal(read["lab"].iloc[15:16].to_numpy(), [float(plain[15])])
+
+
 def test_numbers_with_fortrans_exponent_letter_are_numbers_with_a_power_of_ten(repo):
     """Fortran writes a double's exponent with 'D' ('1.6505D+02', '-3.1d-05'): a column of them was
     categorical text, its levels folded into 'other' with no word of why. They are numbers now,

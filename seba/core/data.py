@@ -1548,9 +1548,14 @@ _APPROXIMATE = r"(?:[~≈∼]|(?i:ca|approx|circa)\.?(?=[ ]|\d))[ ]*(?P<number>[
 # escape and a cell typed as text write it) or Excel's text formula ('="00123"', as exports that
 # keep leading zeros write it)
 _TEXT_MARKED = r"(?:'(?P<quoted>[ ]*[+-]?[\d.,].*)|=\"(?P<formula>[ ]*[+-]?[\d.,][^\"]*)\")"
+# a number with a footnote mark, as statistical tables flag provisional or estimated values and
+# significance ('12.5*', '0.03 **', '7†', '3‡'), read as the number
+_MARKS = "*\u2020\u2021\u00a7\u00b6"  # * † ‡ § ¶
+_FOOTNOTED = rf"(?P<number>[^{_MARKS}]*\d[^{_MARKS}]*?)[ ]*(?:\*+|[{_MARKS[1:]}]+)"
 # the notations read on the way to a number that a notice counts alike: the schema field, how the
 # cells were written and what they were read as
 _NOTATIONS = {"text marked": ("text_marked", "as text for a spreadsheet (a leading ' or =\"...\")", "the number"),
+              "footnoted": ("footnoted", "with a footnote mark ('*', '†', ...)", "the number without it"),
               "approximate": ("approximate", "as approximate", "the number"),
               "powers of ten": ("powers_of_ten", "with a power of ten", "their value"),
               "ordinals": ("ordinals", "as ordinals", "their number"),
@@ -1580,20 +1585,21 @@ _INTERVAL = (r"(?P<low2>[+-]?\d+(?:\.\d+)?)[ ]*(?:<=?|\u2264)[ ]*[A-Za-z]\w*[ ]*
 
 def _other_notations(text: pd.Series, decimal: str,
                      cells: _Cells | None = None) -> tuple[pd.Series | None, dict[str, pd.Series]]:
-    """``text`` with numbers written in seven other notations rewritten as plain numbers: for a
+    """``text`` with numbers written in eight other notations rewritten as plain numbers: for a
     column that also holds plain ones, bounds ('<0.5', '>100', '≤ 3': a value beyond a detection
     limit, as the limit itself) and a minus after the number ('21-'); and fractions ('3/4', '5 1/2',
     only where no fraction without a whole part is above 1, so that '15/3' dates and '120/80'
     pairs are not read as fractions), ordinals ('1st', '2nd': their number), numbers with a power
-    of ten ('3.2 x 10^6', '1.5×10⁻³', Fortran's '1.65D+02'), approximate numbers ('~5', 'ca. 1850': the number) and
-    numbers marked as text for a spreadsheet ("'-5.2", '="00123"': the number, read by the rules
-    above as written without the mark); and,
-    per notation, the cells rewritten (a boolean mask). None when no cell is so written. Looks at the distinct
-    cells only (``cells``, when the caller has them): a categorical column of many rows has few."""
+    of ten ('3.2 x 10^6', '1.5×10⁻³', Fortran's '1.65D+02'), approximate numbers ('~5', 'ca.
+    1850': the number), numbers marked as text for a spreadsheet ("'-5.2", '="00123"') and numbers
+    with a footnote mark ('12.5*', '0.03**', '7†'): the number, read by the other rules as written
+    without the mark; and, per notation, the cells rewritten (a boolean mask). None when no cell is
+    so written. Looks at the distinct cells only (``cells``, when the caller has them): a
+    categorical column of many rows has few."""
     codes, distinct = (cells.codes, cells.distinct) if cells is not None else _factorized(text)
     if distinct.empty or not distinct.str.contains(
             rf"[<>=\u2264\u2265/~\u2248\u223c]|\d-$|\d[ ]?(?i:st|nd|rd|th)$|10(?:\^|\*\*|[\u207b\u207a{_SUPERSCRIPTS}])"
-            rf"|^(?i:ca|approx|circa)|^'|\d[dD][+-]\d|{_VULGAR}", regex=True).any():
+            rf"|^(?i:ca|approx|circa)|^'|\d[dD][+-]\d|[{_MARKS}]$|{_VULGAR}", regex=True).any():
         return None, {}
     rewritten, masks = distinct, {}
     marked = distinct.str.extract(rf"^{_TEXT_MARKED}$")
@@ -1601,6 +1607,10 @@ def _other_notations(text: pd.Series, decimal: str,
     if marked.notna().any():
         rewritten = rewritten.mask(marked.notna(), marked)
         masks["text marked"] = marked.notna()
+    footnoted = rewritten.str.extract(rf"^{_FOOTNOTED}$")["number"]
+    if footnoted.notna().any():
+        rewritten = rewritten.mask(footnoted.notna(), footnoted.str.strip())
+        masks["footnoted"] = footnoted.notna()
     approximate = rewritten.str.extract(rf"^{_APPROXIMATE}$")["number"]
     if approximate.notna().any():
         rewritten = rewritten.mask(approximate.notna(), approximate.str.strip())
