@@ -3050,15 +3050,21 @@ def test_numbers_written_with_several_units_get_a_notice_to_write_one(repo):
     'EUR 7') stay categorical text (converting between units is the user's), but the column's
     levels were folded into 'other' with no word of why: each unit alone was under the share the
     one-unit hint needs. A notice now names the units and asks for one; a column of one unit keeps
-    its notice, and numbers among many different words get none."""
+    its notice, and numbers among many different words get none. Feet and inches ('5'11"') got the
+    one-unit notice, to remove '"' (which leaves no number): theirs says to write one number."""
     rows = 120
     frame = pd.DataFrame({
         "weight": [f"{1 + i / 40:.1f} kg" if i % 2 else f"{1000 + 17 * i} g" for i in range(rows)],
         "price": [f"{'USD' if i % 3 else 'EUR'} {100 + 7 * i}" for i in range(rows)],
         "mass": [f"{1 + i / 40:.2f} kg" for i in range(rows)],
         "notes": [f"{i} {w}" for i, w in zip(range(rows), ["apples", "pears", "cars", "bikes", "dogs", "cats"] * 20)],
+        "height": [f"{5 + i % 2}'{i % 12}\"" for i in range(rows)],
         "label": ["ab"[i % 2] for i in range(rows)]})
     read, records = _read_own(repo, "units", frame)
+    assert records["height"]["kind"] == "categorical" and records["height"]["notices"] == [
+        "column 'height' holds two numbers per cell written with ' and \" (e.g. '5'0\"'), feet and inches or "
+        "minutes and seconds, read as categorical text: write each as one number in the file (inches, seconds) to "
+        "read them as numbers"]
     assert records["weight"]["kind"] == "categorical" and records["weight"]["notices"] == [
         "column 'weight' holds numbers followed by 2 different words ('g' (e.g. '1000 g'), 'kg' (e.g. '1.0 kg')), "
         "read as categorical text: if they are units of one quantity, convert every cell to one unit and remove it "

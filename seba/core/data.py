@@ -1713,6 +1713,11 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
         return (f"column '{column}' holds numbers written with magnitude suffixes (e.g. '{example}'), read as "
                 f"categorical text: if they are magnitudes (k thousands, M millions, B billions), write them as "
                 f"plain numbers in the file ('1.2k' as 1200)")
+    if _mostly(written, _FEET_AND_INCHES, counts):  # '5\'11"': a unit per number, not one to remove
+        example = written[written.str.fullmatch(_FEET_AND_INCHES)].iloc[0]
+        return (f"column '{column}' holds two numbers per cell written with ' and \" (e.g. '{example}'), feet and "
+                f"inches or minutes and seconds, read as categorical text: write each as one number in the file "
+                f"(inches, seconds) to read them as numbers")
     for pattern, placed in ((_NUMBER_AND_WORD, "followed by"), (_WORD_AND_NUMBER, "preceded by")):  # 'USD 1,200'
         words = written.str.extract(rf"^{pattern}$")["word"]
         common = pd.Series(counts, index=written.index).groupby(words).sum().sort_values(ascending=False)
@@ -1729,6 +1734,9 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
     return None
 
 
+# feet and inches, or minutes and seconds (5'11", 6' 2.5", 5′11″, 1'30''): two numbers, each with its
+# unit; the second of one or two digits, as a thousands group (1'234) is not
+_FEET_AND_INCHES = r"\d+[ ]*['\u2032][ ]*\d{1,2}(?:\.\d+)?[ ]*(?:\"|\u2033|'')?"
 _FEW_UNITS = 5  # the most words a column's numbers are written with that its hint takes for units
 
 
