@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from seba.core.config import EvaluateConfig, PretrainConfig, parse_params, read_params_file  # noqa: E402
-from seba.core.data import encode_table, load_local_table, make_split, scale  # noqa: E402
+from seba.core.data import encode_table, make_split, scale  # noqa: E402
+from seba.core.own_table import load_local_table  # noqa: E402
 from seba.evaluate import evaluate_members, summarise  # noqa: E402
 from seba.pretrain import encode, pretrain_encoder  # noqa: E402
 

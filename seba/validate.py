@@ -26,9 +26,9 @@ import pandas as pd
 from seba.core import paths
 from seba.baselines.base import check_baselines, load_method, method_config
 from seba.core.config import Params, load_params
-from seba.core.data import (check_shots, load_local_table, make_split, read_manifest, reading,
-                            supplied_copy_missing, verified_snapshot)
+from seba.core.data import check_shots, make_split, read_manifest, reading, supplied_copy_missing, verified_snapshot
 from seba.core.errors import ConfigError, DataError
+from seba.core.own_table import load_local_table
 from seba.executor import PROBE_SECONDS, capacity, local_nodes, probe_address
 from seba.pretrain import member_bytes, plan_stacks, plan_workers
 from seba.core.runtime import repo_root, select_device, write_text

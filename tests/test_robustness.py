@@ -45,7 +45,7 @@ def _read_own(repo: Path, name: str, frame: pd.DataFrame, **source) -> tuple[pd.
     """``frame`` written as repo/data/local/<name>.csv and read as fetch reads it (target 'label',
     ``source`` the other options): the table and each column's record by name."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     frame.to_csv(repo / "data" / "local" / f"{name}.csv", index=False)
     read, info = load_local_table(name, SourceConfig(path=f"data/local/{name}.csv", target="label", **source), repo)
@@ -621,7 +621,7 @@ def test_a_workbook_whose_first_sheet_is_notes_names_the_sheet_with_the_target(r
     import openpyxl
 
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     book = openpyxl.Workbook()
     book.active.title = "README"
@@ -675,7 +675,7 @@ def test_an_arff_file_that_cannot_be_read_is_a_named_error(repo, monkeypatch, ca
 
 def test_an_arff_file_in_another_encoding_is_read_with_the_option(tmp_path):
     from seba.core.config import parse_params, read_params_file
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     (tmp_path / "data" / "local").mkdir(parents=True)
     rows = "".join(f"{i % 7},{'Café Thé'.split()[i % 2]},{'xy'[i % 2]}\n" for i in range(30))
@@ -697,7 +697,7 @@ def test_an_excel_sheet_keeps_text_cells_as_written(repo, capsys):
     from openpyxl import Workbook
 
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     order = np.random.default_rng(3).permutation(40)
     book = Workbook()
@@ -739,7 +739,7 @@ def test_an_excel_column_of_formulas_without_stored_values_is_a_named_error(repo
     from openpyxl import Workbook
 
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     book = Workbook()
     sheet = book.active
@@ -776,7 +776,7 @@ def test_merged_cells_of_an_excel_sheet_hold_their_value_in_every_cell(repo, cap
     from openpyxl import Workbook
 
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     book = Workbook()
     sheet = book.active
@@ -812,7 +812,7 @@ def test_spreadsheet_formula_errors_are_missing_cells_counted_per_column(repo, c
     from openpyxl import Workbook
 
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     rng = np.random.default_rng(0)
     x = rng.normal(0, 100, 200).round(2)
@@ -858,7 +858,7 @@ def test_formulas_a_workbook_stores_without_their_values_are_warned_per_column(r
     from openpyxl import Workbook
 
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     book = Workbook()
     sheet = book.active
@@ -2039,7 +2039,7 @@ def test_column_names_in_params_match_the_header_as_it_is_read(repo):
     """The header's names are read stripped ('label ' is label): params naming them as the file
     writes them, surrounding spaces and all, find them; a blank target is refused by name."""
     from seba.core.config import load_params
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
     from seba.validate import main
 
     rng = np.random.default_rng(0)
@@ -2066,7 +2066,7 @@ def test_column_names_written_in_decomposed_unicode_match_params_in_composed_for
     import unicodedata
 
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     size, target = (unicodedata.normalize("NFD", n) for n in ("Größe", "Klasse_ä"))
     body = "".join(f"{i * 7 % 40},{i % 3},{'xy'[i % 2]}\n" for i in range(40))
@@ -2088,7 +2088,7 @@ def test_invisible_characters_at_the_edges_of_cells_and_names_are_stripped_with_
     a numeric column, and a joined file's header line, its byte-order mark in its first cell, a
     data row with a class 'label'. A name with one at an edge finds the target."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     zw, wj, bom = "\u200b", "\u2060", "\ufeff"
     part = (f"{bom}a,colour,size,label{zw}\n"
@@ -2107,7 +2107,7 @@ def test_invisible_characters_at_the_edges_of_cells_and_names_are_stripped_with_
 
 
 def test_a_parquet_column_with_a_blank_name_is_named_as_a_csv_would_name_it(repo):
-    from seba.core.data import _read_local
+    from seba.core.own_table import _read_local
 
     frame = pd.DataFrame({"x": [1.0, 2.0], " ": [3.0, 4.0], "label": ["a", "b"]})
     frame.to_parquet(repo / "data" / "local" / "blank.parquet")
@@ -2120,7 +2120,7 @@ def test_a_unit_is_taken_off_numbers_only_where_one_unit_makes_the_column_numeri
     cells are non-numbers, with their warning); a column named in `numeric` loses its unit; cells
     shaped like ISO dates that are none stay text, without a date notice."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     rng = np.random.default_rng(0)
     values = rng.normal(size=200).round(2)
@@ -2153,7 +2153,7 @@ def test_missing_value_codes_are_named_and_missing_values_marks_them(repo, capsy
     and columns read as before. -1 in a column with other negatives, and a code in a few cells
     only, get no notice."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     n = 60
     frame = pd.DataFrame({
@@ -2211,7 +2211,7 @@ def test_rows_that_repeat_another_row_are_counted_in_a_notice(repo):
     support and the query of one episode, and rows whose features another row of another class
     has, are counted in one notice; a table without either gets none. The rows are kept."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     rows = [f"{i * 0.37:.2f},{i % 7},{'pq'[i % 2]},{'ab'[i // 3 % 2]}" for i in range(40)]
     local = repo / "data" / "local"
@@ -2238,7 +2238,7 @@ def test_a_column_that_gives_the_class_of_every_row_warns(repo):
     with one row of another class, one with missing cells in more than 5 % of its rows, and an id
     (a value per row) do not."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     rng = np.random.default_rng(3)
     n = 120
@@ -2267,7 +2267,7 @@ def test_numbers_in_two_units_or_on_two_scales_warn(repo, capsys):
     now warn (a loss of information), naming the units or an example of each scale. A column of
     one currency, and a percent column whose other cells are zeros ('0'), do not warn."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     n = 40
     frame = pd.DataFrame({
@@ -2298,7 +2298,7 @@ def test_dates_written_with_month_names_are_days(repo):
     import datetime
 
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     days = [datetime.date(2020, 1, 1) + datetime.timedelta(days=7 * i) for i in range(40)]
     frame = pd.DataFrame({"x": [i % 5 for i in range(40)],
@@ -2326,7 +2326,7 @@ def test_dates_and_times_are_kept_where_an_id_would_be_dropped(repo):
     the date as a feature, with a notice, as it keeps a pandas index of dates written with the
     table and a duration column counting whole seconds; an integer id beside them is still dropped."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     rng = np.random.default_rng(0)
     days = pd.date_range("2024-01-01", periods=200, freq="D")
@@ -2358,7 +2358,8 @@ def test_numbers_written_with_leading_zeros_are_reported_and_one_spelled_two_way
     in `categorical`, the codes stay text, apart, without either message. Times ('05:30') and a
     column of decimals ('0.25') are not taken for codes."""
     from seba.core.config import SourceConfig
-    from seba.core.data import encode_table, load_local_table, schema_report
+    from seba.core.data import encode_table, schema_report
+    from seba.core.own_table import load_local_table
 
     rng = np.random.default_rng(1)
     zips = [f"{v:05d}" for v in rng.integers(0, 99999, 200)]
@@ -2401,7 +2402,7 @@ def test_csv_rows_short_of_fields_warn_and_repeated_header_lines_are_dropped(rep
     with their headers) is dropped with a notice instead of becoming a data row (a class named
     'label', the names read as cells). Explicitly empty trailing fields ('1,,') are not short."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     body = "".join(f"{i % 7},{i % 5}.5,{'xy'[i % 2]}\n" for i in range(30))
     path = repo / "data" / "local" / "joined.csv"
@@ -2435,7 +2436,7 @@ def test_integers_beyond_float64s_precision_that_become_one_value_warn(repo, cap
     parquet int64 column. Listed in ``categorical``, they stay four levels; integers beyond 2**53
     that float64 keeps apart, and numbers written with an exponent, are not warned about."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     codes = [123456789012345678 + i % 4 for i in range(40)]
     frame = pd.DataFrame({"x": [i % 6 for i in range(40)], "code": codes, "label": ["ab"[i % 2] for i in range(40)]})
@@ -2464,7 +2465,7 @@ def test_an_excel_sep_line_above_the_column_names_is_read_as_the_delimiter_it_na
     another separator than the source's delimiter is an error naming the setting; one naming a
     separator the reader does not take says so. A column whose name starts 'sep=' is a column."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     body = "".join(f"{i % 7};{i % 5}.5;{'xy'[i % 2]}\n" for i in range(30))
     local = repo / "data" / "local"
@@ -2512,7 +2513,7 @@ def test_a_group_header_above_the_column_names_gives_its_columns_their_names(rep
     import openpyxl
 
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     body = [[i % 5, 150 + i % 9, 50 + i % 7, "ab"[i % 2]] for i in range(40)]
     book = openpyxl.Workbook()
@@ -2545,7 +2546,7 @@ def test_a_second_header_line_of_units_or_long_names_is_dropped_with_a_notice(re
     and the target a class of one row ('Label'), which stopped the split. A first row of words in
     the numeric columns whose class other rows have, or one holding a number, stays a data row."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     rng = np.random.default_rng(5)
     order = rng.permutation(40)
@@ -2597,7 +2598,7 @@ def test_levels_folded_beside_a_level_named_other_do_not_join_it(repo, capsys):
     get a level of their own ('other (2)', named in the warning and the record) instead of
     joining its rows without a word. A column without such a level folds into 'other'."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     cells = ["other"] * 30 + [f"k{i // 2}" for i in range(170)]
     lines = "".join(f"{i * 0.37 % 5:.2f},{c},{c if c != 'other' else 'zz'},{'xy'[i % 2]}\n" for i, c in enumerate(cells))
@@ -2618,7 +2619,7 @@ def test_a_parquet_categorical_of_numbers_stays_categorical(repo):
     'categorical'); read back, such a column is categorical again, its levels the codes, while an
     integer column beside it stays numeric."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     rng = np.random.default_rng(2)
     codes = rng.integers(0, 4, 90)
@@ -2638,7 +2639,8 @@ def test_rows_without_any_feature_value_are_dropped_and_counted(repo):
     as a query and a pull towards the mean as support. It is dropped now, with a note naming the
     rows, and counted in the fetch record and the schema report; a row with one feature value stays."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table, schema_report
+    from seba.core.data import schema_report
+    from seba.core.own_table import load_local_table
 
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=(2, 60)).round(3)
@@ -2661,7 +2663,7 @@ def test_a_target_class_spelled_like_a_missing_value_mark_warns_when_its_rows_ar
     the fix (write the class another way), not a bare count. An empty target cell alone stays a
     notice."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     rows = "".join(f"{i % 7},{i % 5}.5,{('mild', 'severe', 'None')[i % 3]}\n" for i in range(30))
     (repo / "data" / "local" / "marks.csv").write_text("a,b,label\n" + rows + "1,2,\n")
@@ -2682,7 +2684,7 @@ def test_a_header_less_column_of_measurements_is_kept_where_an_index_would_be_dr
     index when its values could be one (integers, in any order, or text); one of numbers with
     fractions is a feature, kept with a notice."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     rng = np.random.default_rng(4)
     order = rng.permutation(30)
@@ -2703,7 +2705,7 @@ def test_a_no_break_space_between_words_is_a_space_and_other_spacing_is_reported
     space separates gets no such notice. Levels that differ in their runs of spaces ('New  York')
     stay different levels with a notice (the target: a warning), as levels in other cases do."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     nb = "\u00a0"
     rows = "".join(f"{i % 7},{('New York', f'New{nb}York', 'Boston')[i % 3]},{i % 4 + 1}{nb}{i % 10}00,"
@@ -2741,7 +2743,7 @@ def test_numbers_written_in_the_digits_of_other_scripts_are_numbers(repo, capsys
     notice counting them. Text with such digits in words stays text as written, and a target
     writing a class both ways ('1', '١') is the named error for one class written two ways."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     to = {"arabic": str.maketrans("0123456789.", "٠١٢٣٤٥٦٧٨٩٫"), "persian": str.maketrans("0123456789", "۰۱۲۳۴۵۶۷۸۹"),
           "wide": str.maketrans("0123456789.-", "０１２３４５６７８９．－")}
@@ -2776,7 +2778,7 @@ def test_bounds_trailing_minuses_and_fractions_are_numbers(repo):
     and a count or mark in the schema record; a column of bounds only ('<=50K', '>50K') stays
     categories, and pairs ('120/80') or yearless dates ('22/7') stay text with a hint."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     plain = [f"{1 + (i * 7) % 23 / 4:.2f}" for i in range(40)]
     frame = pd.DataFrame({
@@ -2845,7 +2847,7 @@ def test_powers_of_ten_are_numbers_and_uncertainties_and_magnitudes_get_a_hint(r
     ('0.3 ± 0.2') and numbers with magnitude suffixes ('1.2k' beside '2.5M' and '800') stay text,
     each with a notice saying what to write instead."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     frame = pd.DataFrame({
         "count": ["3.2 x 10^6", "1.5\u00d710\u207b\u00b3", "2*10**4", "10^6", "-4.1 X 10^-2", "7", None, "8e2"] * 5,
@@ -2913,7 +2915,8 @@ def test_every_count_of_a_columns_notation_reaches_the_schema_report(repo):
     bounds, fractions, ordinals, powers of ten and approximate numbers (ordinals, powers of ten and
     approximate numbers were counted in the fetch record only)."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table, schema_report
+    from seba.core.data import schema_report
+    from seba.core.own_table import load_local_table
 
     plain = [f"{1 + (i * 7) % 23 / 4:.2f}" for i in range(40)]
     frame = pd.DataFrame({
@@ -2975,7 +2978,7 @@ def test_a_class_or_level_written_with_and_without_a_spreadsheets_text_mark_is_n
     (a class written in several ways); words get a warning, as classes that differ only in case do;
     a categorical feature's levels get a notice."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     rows = 60
     frame = pd.DataFrame({"x": [i / 7 for i in range(rows)], "y": [(i * 3) % 11 for i in range(rows)],
@@ -3112,7 +3115,7 @@ def test_ordinals_are_numbers_and_ranges_of_numbers_get_a_hint(repo):
     '<100' as 100 and the intervals as missing); month-year cells ('01-2020') are months and scores
     ('3-1') not ranges."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     frame = pd.DataFrame({
         "grade": ["1st", "2nd", "3RD", "4 th", "11th", "12", None, "21st"] * 5,
@@ -3151,7 +3154,7 @@ def test_text_written_in_decomposed_unicode_is_one_level_with_its_composed_form(
     import unicodedata
 
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     city, cafe = "Z\u00fcrich", "caf\u00e9"
     split = {w: unicodedata.normalize("NFD", w) for w in (city, cafe)}
@@ -3207,7 +3210,8 @@ def test_a_column_of_one_number_and_missing_cells_keeps_which_rows_have_it(repo)
     number. Columns that hold one value in every row are kept, named in one note and their
     ``constant`` record field (a schema report field); other columns read as before."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table, schema_report
+    from seba.core.data import schema_report
+    from seba.core.own_table import load_local_table
 
     n = 40
     frame = pd.DataFrame({"seen": ["1" if i % 3 == 0 else "" for i in range(n)], "x": [i * 0.5 for i in range(n)],
@@ -3241,7 +3245,7 @@ def test_missing_values_written_as_quoted_numbers_are_numbers_and_values_found_n
     leading zero, stays a text). A listed value that no feature cell holds (a typo) gets a warning
     naming it; the values found get none."""
     from seba.core.config import SourceConfig
-    from seba.core.data import load_local_table
+    from seba.core.own_table import load_local_table
 
     n = 40
     frame = pd.DataFrame({"score": [-999.0 if i % 10 == 0 else float(i) for i in range(n)],
