@@ -3207,7 +3207,7 @@ def test_a_column_of_one_number_and_missing_cells_keeps_which_rows_have_it(repo)
     """A numeric column holding one number and missing cells ('1' where a condition was seen, empty
     elsewhere) became, imputed to the mean, a constant: which rows have it was lost without a word.
     It is categorical now, a level or missing, with a notice; listed in 'numeric', it stays a
-    number. Columns that hold one value in every row are kept, named in one note and their
+    number, with a warning that it is a constant so (it had none). Columns that hold one value in every row are kept, named in one note and their
     ``constant`` record field (a schema report field); other columns read as before."""
     from seba.core.config import SourceConfig
     from seba.core.data import schema_report
@@ -3236,6 +3236,10 @@ def test_a_column_of_one_number_and_missing_cells_keeps_which_rows_have_it(repo)
     forced, records = _read_own(repo, "flags", frame, numeric=["seen"])
     assert records["seen"]["kind"] == "numeric" and forced["seen"].isna().sum() == 26
     assert not records["seen"]["notices"] and "constant" not in records["seen"]
+    assert records["seen"]["warnings"] == [
+        "column 'seen' is listed in 'sources.flags.numeric' but holds one number (1) and 26 missing cell(s): as a "
+        "number, its missing cells become that value and the column a constant, which tells no row from another; "
+        "remove it from 'sources.flags.numeric' to read it as a level or missing"]
 
 
 def test_missing_values_written_as_quoted_numbers_are_numbers_and_values_found_nowhere_warn(repo):

@@ -2088,6 +2088,12 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
                 f"that value and the column a constant")
             values = pd.Series(np.where(missing, None, level), index=values.index, dtype=object)
         else:
+            if present.min() == present.max():  # forced: kept a number, as the user asked, but said
+                record["warnings"].append(
+                    f"column '{column}' is listed in '{key}.numeric' but holds one number ({present[0]:g}) and "
+                    f"{int(missing.sum())} missing cell(s): as a number, its missing cells become that value and "
+                    f"the column a constant, which tells no row from another; remove it from '{key}.numeric' to "
+                    f"read it as a level or missing")
             _code_notice(column, values, missing, key, record)
             return record, values
     kind = record["kind"]
