@@ -3023,6 +3023,38 @@ def test_numbers_with_a_footnote_mark_are_numbers_counted_per_column(repo):
     np.testing.assert_array_equal(read["lab"].iloc[15:16].to_numpy(), [float(plain[15])])
 
 
+def test_angles_in_degrees_minutes_and_seconds_are_decimal_degrees(repo):
+    """Coordinates written in degrees, minutes and seconds ('45°30′15″N', "73° 59' 8\" W") or in
+    degrees ('-12.5°', '87°') were categorical text: a column of latitudes became levels, folded.
+    They are decimal degrees now, south and west negative, counted with a notice; '°C' stays a
+    unit (its hint), and minutes of 60 or more are not an angle."""
+    rows = 60
+    lat = [(-1) ** i * (i * 1.37 % 80) for i in range(rows)]
+
+    def dms(x, sides):
+        d, rest = divmod(abs(x) * 3600, 3600)
+        m, sec = divmod(rest, 60)
+        return f"{int(d)}\u00b0{int(m)}\u2032{sec:.1f}\u2033{sides[x < 0]}", (d + m / 60 + round(sec, 1) / 3600) * (
+            -1 if x < 0 else 1)
+
+    written, values = zip(*(dms(x, "NS") for x in lat))
+    frame = pd.DataFrame({
+        "lat": written, "lon": [f"{int(abs(x))}\u00b0 {i % 60}' {i % 7}\" {'W' if x < 0 else 'E'}"
+                                for i, x in enumerate(lat)],
+        "angle": [f"{x:.2f}\u00b0" for x in lat], "temp": [f"{x:.1f} \u00b0C" for x in lat],
+        "odd": [f"{i % 9}\u00b0{60 + i}'" for i in range(rows)], "label": ["ab"[i % 2] for i in range(rows)]})
+    read, records = _read_own(repo, "coords", frame)
+    np.testing.assert_allclose(read["lat"].to_numpy(), values, rtol=1e-12)
+    assert records["lat"]["degrees"] == rows and records["lat"]["notices"] == [
+        f"column 'lat': {rows} number(s) written in degrees (with minutes and seconds or not) (e.g. '{written[0]}'), "
+        f"read as decimal degrees, south and west negative ({values[0]:g})"]
+    np.testing.assert_allclose(read["lon"].to_numpy(), [(-1 if x < 0 else 1) * (int(abs(x)) + i % 60 / 60
+                                                        + i % 7 / 3600) for i, x in enumerate(lat)], rtol=1e-12)
+    np.testing.assert_allclose(read["angle"].to_numpy(), [round(x, 2) for x in lat], rtol=1e-12)
+    assert records["temp"]["kind"] == records["odd"]["kind"] == "categorical"
+    assert "degrees" not in records["temp"] and "degrees" not in records["odd"]
+
+
 def test_numbers_with_fortrans_exponent_letter_are_numbers_with_a_power_of_ten(repo):
     """Fortran writes a double's exponent with 'D' ('1.6505D+02', '-3.1d-05'): a column of them was
     categorical text, its levels folded into 'other' with no word of why. They are numbers now,

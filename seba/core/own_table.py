@@ -1308,11 +1308,18 @@ _TEXT_MARKED = r"(?:'(?P<quoted>[ ]*[+-]?[\d.,].*)|=\"(?P<formula>[ ]*[+-]?[\d.,
 # significance ('12.5*', '0.03 **', '7†', '3‡'), read as the number
 _MARKS = "*\u2020\u2021\u00a7\u00b6"  # * † ‡ § ¶
 _FOOTNOTED = rf"(?P<number>[^{_MARKS}]*\d[^{_MARKS}]*?)[ ]*(?:\*+|[{_MARKS[1:]}]+)"
+# an angle in degrees, with minutes and seconds or not, as coordinates are written ('45°30′15″N',
+# "45° 30' 15\" N", 'S 12°05.5\'', '-73.9857°', '87°'): decimal degrees, south and west negative
+_DEGREES = (r"(?P<lead>[NSEWnsew])?[ ]*(?P<sign>[+-])?(?P<deg>\d{1,3}(?:\.\d+)?)[ ]*°"
+            r"(?:[ ]*(?P<min>\d{1,2}(?:\.\d+)?)[ ]*['\u2032](?:[ ]*(?P<sec>\d{1,2}(?:\.\d+)?)[ ]*(?:\"|\u2033|''))?)?"
+            r"[ ]*(?P<trail>[NSEWnsew])?")
 # the notations read on the way to a number that a notice counts alike: the schema field, how the
 # cells were written and what they were read as
 _NOTATIONS = {"text marked": ("text_marked", "as text for a spreadsheet (a leading ' or =\"...\")", "the number"),
               "footnoted": ("footnoted", "with a footnote mark ('*', '†', ...)", "the number without it"),
               "approximate": ("approximate", "as approximate", "the number"),
+              "degrees": ("degrees", "in degrees (with minutes and seconds or not)",
+                          "decimal degrees, south and west negative"),
               "powers of ten": ("powers_of_ten", "with a power of ten", "their value"),
               "ordinals": ("ordinals", "as ordinals", "their number"),
               "fractions": ("fractions", "as fractions", "their value")}
@@ -1341,13 +1348,13 @@ _INTERVAL = (r"(?P<low2>[+-]?\d+(?:\.\d+)?)[ ]*(?:<=?|\u2264)[ ]*[A-Za-z]\w*[ ]*
 
 def _other_notations(text: pd.Series, decimal: str,
                      cells: _Cells | None = None) -> tuple[pd.Series | None, dict[str, pd.Series]]:
-    """``text`` with numbers written in eight other notations rewritten as plain numbers: for a
+    """``text`` with numbers written in nine other notations rewritten as plain numbers: for a
     column that also holds plain ones, bounds ('<0.5', '>100', '≤ 3': a value beyond a detection
     limit, as the limit itself) and a minus after the number ('21-'); and fractions ('3/4', '5 1/2',
     only where no fraction without a whole part is above 1, so that '15/3' dates and '120/80'
     pairs are not read as fractions), ordinals ('1st', '2nd': their number), numbers with a power
     of ten ('3.2 x 10^6', '1.5×10⁻³', Fortran's '1.65D+02'), approximate numbers ('~5', 'ca.
-    1850': the number), numbers marked as text for a spreadsheet ("'-5.2", '="00123"') and numbers
+    1850': the number), angles in degrees ('45°30′15″N': decimal degrees), numbers marked as text for a spreadsheet ("'-5.2", '="00123"') and numbers
     with a footnote mark ('12.5*', '0.03**', '7†'): the number, read by the other rules as written
     without the mark; and, per notation, the cells rewritten (a boolean mask). None when no cell is
     so written. Looks at the distinct cells only (``cells``, when the caller has them): a
@@ -1355,7 +1362,7 @@ def _other_notations(text: pd.Series, decimal: str,
     codes, distinct = (cells.codes, cells.distinct) if cells is not None else _factorized(text)
     if distinct.empty or not distinct.str.contains(
             rf"[<>=\u2264\u2265/~\u2248\u223c]|\d-$|\d[ ]?(?i:st|nd|rd|th)$|10(?:\^|\*\*|[\u207b\u207a{_SUPERSCRIPTS}])"
-            rf"|^(?i:ca|approx|circa)|^'|\d[dD][+-]\d|[{_MARKS}]$|{_VULGAR}", regex=True).any():
+            rf"|^(?i:ca|approx|circa)|^'|\d[dD][+-]\d|[{_MARKS}]$|\d[ ]*°|{_VULGAR}", regex=True).any():
         return None, {}
     rewritten, masks = distinct, {}
     marked = distinct.str.extract(rf"^{_TEXT_MARKED}$")
@@ -1386,6 +1393,19 @@ def _other_notations(text: pd.Series, decimal: str,
         mantissa = fortran["mantissa"][has].str.replace(".", decimal, regex=False)
         rewritten = rewritten.mask(has, mantissa + "e" + fortran["exp"][has])
         masks["powers of ten"] = masks["powers of ten"] | has if "powers of ten" in masks else has
+    angle = read.str.extract(rf"^{_DEGREES}$")
+    has = angle["deg"].notna() & ~(angle["lead"].notna() & angle["trail"].notna())
+    has &= ~(angle["sign"].notna() & (angle["lead"].fillna(angle["trail"]).notna()))  # '-45°S': which?
+    minutes, seconds = angle["min"].astype(float).fillna(0.0), angle["sec"].astype(float).fillna(0.0)
+    has &= (minutes < 60) & (seconds < 60)
+    if has.any():
+        side = angle["lead"].fillna(angle["trail"]).fillna("").str.upper()
+        sign = np.where(side.isin(["S", "W"]) | angle["sign"].eq("-").fillna(False), -1.0, 1.0)
+        value = sign * (angle["deg"].astype(float) + minutes / 60 + seconds / 3600)
+        written = pd.Series([repr(float(v)).replace(".", decimal) for v in value[has]], index=value[has].index,
+                            dtype="string")
+        rewritten = rewritten.mask(has, written.reindex(distinct.index))
+        masks["degrees"] = has
     ordinal = read.str.extract(rf"^{_ORDINAL}$")["number"]
     if ordinal.notna().any():
         rewritten = rewritten.mask(ordinal.notna(), ordinal)
