@@ -3086,7 +3086,9 @@ def test_numbers_written_with_several_units_get_a_notice_to_write_one(repo):
     levels were folded into 'other' with no word of why: each unit alone was under the share the
     one-unit hint needs. A notice now names the units and asks for one; a column of one unit keeps
     its notice, and numbers among many different words get none. Feet and inches ('5'11"') got the
-    one-unit notice, to remove '"' (which leaves no number): theirs says to write one number."""
+    one-unit notice, to remove '"' (which leaves no number): theirs says to write one number. A list
+    or mapping per cell ("['red', 'blue']", '{"math": 3}'), each distinct one a level, got no word:
+    its notice says to write the items as columns."""
     rows = 120
     frame = pd.DataFrame({
         "weight": [f"{1 + i / 40:.1f} kg" if i % 2 else f"{1000 + 17 * i} g" for i in range(rows)],
@@ -3094,8 +3096,16 @@ def test_numbers_written_with_several_units_get_a_notice_to_write_one(repo):
         "mass": [f"{1 + i / 40:.2f} kg" for i in range(rows)],
         "notes": [f"{i} {w}" for i, w in zip(range(rows), ["apples", "pears", "cars", "bikes", "dogs", "cats"] * 20)],
         "height": [f"{5 + i % 2}'{i % 12}\"" for i in range(rows)],
+        "tags": [str(["red", "blue", "green"][: i % 4]) for i in range(rows)],
+        "scores": [f'{{"math": {i}, "art": {i % 7}}}' for i in range(rows)],
         "label": ["ab"[i % 2] for i in range(rows)]})
     read, records = _read_own(repo, "units", frame)
+    assert records["tags"]["kind"] == "categorical" and records["tags"]["notices"] == [
+        "column 'tags' holds a list or a mapping per cell (e.g. '['red']'), read as categorical text, each "
+        "distinct one a level: write its items as columns of their own in the file (a column per position, or a "
+        "0/1 column per item a cell may hold)"]
+    assert records["scores"]["notices"][0].startswith("column 'scores' holds a list or a mapping per cell (e.g. "
+                                                      "'{\"math\": 0, \"art\": 0}'), read as categorical text")
     assert records["height"]["kind"] == "categorical" and records["height"]["notices"] == [
         "column 'height' holds two numbers per cell written with ' and \" (e.g. '5'0\"'), feet and inches or "
         "minutes and seconds, read as categorical text: write each as one number in the file (inches, seconds) to "

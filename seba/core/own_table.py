@@ -1444,13 +1444,20 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
     look alike: dates that are not ISO's, two numbers written with '/' ('120/80', '22/7': not
     fractions, which are numbers), two numbers written with 'x' or ', ' ('1920x1080', '40.71, -74.01'),
     a number and its uncertainty ('0.3 ± 0.2'), numbers with magnitude suffixes ('1.2k', '2.5M'),
-    ranges of numbers ('40-49', '60+'), or numbers after or before one unit that is not read
-    ('5 kg', 'USD 5');
+    ranges of numbers ('40-49', '60+'), numbers after or before one unit that is not read
+    ('5 kg', 'USD 5') or a few ('5 kg', '500 g'), feet and inches ('5\'11"'), or a list or mapping
+    per cell ('[1, 2]', '{"a": 1}');
     None otherwise. Looks at the distinct cells (in the order they first appear, so the examples
     are the file's first)."""
     written, counts = cells.distinct, cells.counts
     if written.empty:
         return None
+    if _mostly(written, _CONTAINER, counts):  # '[1, 2]', "['red', 'blue']", '{"a": 1}', '(3, 4)'
+        held = written[written.str.fullmatch(_CONTAINER).fillna(False).astype(bool)]
+        example = held[held.str.len() > 2].iloc[0] if (held.str.len() > 2).any() else held.iloc[0]  # not '[]'
+        return (f"column '{column}' holds a list or a mapping per cell (e.g. '{example}'), read as categorical text, "
+                f"each distinct one a level: write its items as columns of their own in the file (a column per "
+                f"position, or a 0/1 column per item a cell may hold)")
     digits = written.str.contains(r"\d", regex=True).to_numpy(dtype=bool)
     ranges = _ranges_hint(column, cells, digits)
     if ranges or cells.share(digits) < NUMERIC_SHARE:
@@ -1510,6 +1517,8 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
     return None
 
 
+# a list, a tuple or a mapping in a cell, as a program's list column is written out ('[1, 2]', '{"a": 1}')
+_CONTAINER = r"\[.*\]|\{.*\}|\(.*,.*\)"
 # feet and inches, or minutes and seconds (5'11", 6' 2.5", 5′11″, 1'30''): two numbers, each with its
 # unit; the second of one or two digits, as a thousands group (1'234) is not
 _FEET_AND_INCHES = r"\d+[ ]*['\u2032][ ]*\d{1,2}(?:\.\d+)?[ ]*(?:\"|\u2033|'')?"
