@@ -3128,12 +3128,16 @@ def test_typeset_fractions_and_minuses_are_numbers_and_pairs_get_a_hint(repo):
     """Fractions of one character ('9½', '¾') and a minus typeset as a dash ('–0.5', as text copied
     from a PDF writes it) were categorical text (a warning offered to make them missing): they are
     numbers now, the fractions counted. Two numbers per cell written with 'x' ('1920x1080') or a
-    comma and a space ('40.7128, -74.0060') stay text with a notice to write two columns."""
+    comma and a space ('40.7128, -74.0060') stay text with a notice to write two columns; so do
+    ratios and scores written with a colon ('1:3', '2 : 1'), which had no word, and clock times
+    ('7:05') stay hours."""
     frame = pd.DataFrame({
         "size": ["9\u00bd", "\u00be", "7", "1 \u215b", "-2\u00bc"] * 8,
         "change": ["\u20130.5", "1.25", "\u20133", "\uff0d2", "4"] * 8,
         "screen": [f"{640 + 10 * i}x{480 + i}" for i in range(40)],
         "where": [f"{40 + i / 100:.4f}, {-74 - i / 100:.4f}" for i in range(40)],
+        "ratio": [f"1:{i % 9 + 3}" for i in range(40)], "score": [f"{i % 4} : {i % 3}" for i in range(40)],
+        "clock": [f"{i % 24}:{i % 60:02d}" for i in range(40)],
         "label": ["ab"[i % 2] for i in range(40)]})
     read, records = _read_own(repo, "typeset", frame)
     np.testing.assert_array_equal(read["size"].to_numpy(), [9.5, 0.75, 7, 1.125, -2.25] * 8)
@@ -3143,8 +3147,14 @@ def test_typeset_fractions_and_minuses_are_numbers_and_pairs_get_a_hint(repo):
     for name, example in (("screen", "640x480"), ("where", "40.0000, -74.0000")):
         assert records[name]["kind"] == "categorical" and records[name]["notices"] == [
             f"column '{name}' holds two numbers per cell (e.g. '{example}'), read as categorical text: if they are "
-            f"two measurements (a width and a height, a latitude and a longitude), write them as two columns in "
-            f"the file"]
+            f"two measurements (a width and a height, a latitude and a longitude, a match's score), write them as "
+            f"two columns in the file"]
+    for name, example in (("ratio", "1:3"), ("score", "0 : 0")):
+        assert records[name]["kind"] == "categorical" and records[name]["notices"] == [
+            f"column '{name}' holds two numbers per cell (e.g. '{example}'), read as categorical text: if they are "
+            f"two measurements (a width and a height, a latitude and a longitude, a match's score), write them as "
+            f"two columns in the file or their ratio as one number"]
+    assert records["clock"]["kind"] == "numeric" and records["clock"]["time_as"] == "hours"
 
 
 def test_ordinals_are_numbers_and_ranges_of_numbers_get_a_hint(repo):

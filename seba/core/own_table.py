@@ -1479,12 +1479,15 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
         return (f"column '{column}' holds two numbers per cell, written with '/' (e.g. '{example}'), read as "
                 f"categorical text: if they are a day and a month, write them as dates with the year; if two "
                 f"measurements (a blood pressure), as two columns in the file")
-    pair = rf"{_PLAIN}[ ]*[x\u00d7][ ]*{_PLAIN}|{_PLAIN}[,;][ ]+{_PLAIN}"  # '1920x1080', '40.71, -74.01'
+    # '1920x1080', '40.71, -74.01', and with a colon ('1:3', '2 : 1'), as ratios and scores are written
+    # (clock times, '12:30', are read as hours before any hint)
+    pair = rf"{_PLAIN}[ ]*[x\u00d7:][ ]*{_PLAIN}|{_PLAIN}[,;][ ]+{_PLAIN}"
     if _mostly(written, pair, counts):
         example = written[written.str.fullmatch(pair)].iloc[0]
+        ratio = " or their ratio as one number" if ":" in example else ""
         return (f"column '{column}' holds two numbers per cell (e.g. '{example}'), read as categorical text: if "
-                f"they are two measurements (a width and a height, a latitude and a longitude), write them as two "
-                f"columns in the file")
+                f"they are two measurements (a width and a height, a latitude and a longitude, a match's score), "
+                f"write them as two columns in the file{ratio}")
     if _mostly(written, rf"{_PLAIN}[ ]*(?:±|\+/-|\+-)[ ]*{_PLAIN}", counts):  # '0.3 ± 0.2'
         example = written[written.str.contains("±|\\+/?-", regex=True)].iloc[0]
         return (f"column '{column}' holds a number and its uncertainty per cell (e.g. '{example}'), read as "
