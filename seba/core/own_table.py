@@ -1521,7 +1521,7 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
 
 
 # a list, a tuple or a mapping in a cell, as a program's list column is written out ('[1, 2]', '{"a": 1}')
-_CONTAINER = r"\[.*\]|\{.*\}|\(.*,.*\)"
+_CONTAINER = r"\[.*\]|\{.*\}|\(.*, .*\)"  # a tuple as Python writes one: '(1,234.50)' is accounting's
 # feet and inches, or minutes and seconds (5'11", 6' 2.5", 5′11″, 1'30''): two numbers, each with its
 # unit; the second of one or two digits, as a thousands group (1'234) is not
 _FEET_AND_INCHES = r"\d+[ ]*['\u2032][ ]*\d{1,2}(?:\.\d+)?[ ]*(?:\"|\u2033|'')?"
