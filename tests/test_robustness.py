@@ -3026,8 +3026,8 @@ def test_numbers_with_a_footnote_mark_are_numbers_counted_per_column(repo):
 def test_angles_in_degrees_minutes_and_seconds_are_decimal_degrees(repo):
     """Coordinates written in degrees, minutes and seconds ('45°30′15″N', "73° 59' 8\" W") or in
     degrees ('-12.5°', '87°') were categorical text: a column of latitudes became levels, folded.
-    They are decimal degrees now, south and west negative, counted with a notice; '°C' stays a
-    unit (its hint), and minutes of 60 or more are not an angle."""
+    They are decimal degrees now, south and west negative, counted with a notice (a fraction after
+    '.' or ','); '°C' stays a unit (its hint), and minutes of 60 or more are not an angle."""
     rows = 60
     lat = [(-1) ** i * (i * 1.37 % 80) for i in range(rows)]
 
@@ -3042,8 +3042,10 @@ def test_angles_in_degrees_minutes_and_seconds_are_decimal_degrees(repo):
         "lat": written, "lon": [f"{int(abs(x))}\u00b0 {i % 60}' {i % 7}\" {'W' if x < 0 else 'E'}"
                                 for i, x in enumerate(lat)],
         "angle": [f"{x:.2f}\u00b0" for x in lat], "temp": [f"{x:.1f} \u00b0C" for x in lat],
-        "odd": [f"{i % 9}\u00b0{60 + i}'" for i in range(rows)], "label": ["ab"[i % 2] for i in range(rows)]})
+        "odd": [f"{i % 9}\u00b0{60 + i}'" for i in range(rows)], "comma": ["45,5\u00b0", "12\u00b030,5\u2032S"] * 30,
+        "label": ["ab"[i % 2] for i in range(rows)]})
     read, records = _read_own(repo, "coords", frame)
+    np.testing.assert_allclose(read["comma"].to_numpy(), [45.5, -(12 + 30.5 / 60)] * 30, rtol=1e-12)
     np.testing.assert_allclose(read["lat"].to_numpy(), values, rtol=1e-12)
     assert records["lat"]["degrees"] == rows and records["lat"]["notices"] == [
         f"column 'lat': {rows} number(s) written in degrees (with minutes and seconds or not) (e.g. '{written[0]}'), "
@@ -3259,8 +3261,9 @@ def test_a_column_of_one_number_and_missing_cells_keeps_which_rows_have_it(repo)
     """A numeric column holding one number and missing cells ('1' where a condition was seen, empty
     elsewhere) became, imputed to the mean, a constant: which rows have it was lost without a word.
     It is categorical now, a level or missing, with a notice; listed in 'numeric', it stays a
-    number, with a warning that it is a constant so (it had none). Columns that hold one value in every row are kept, named in one note and their
-    ``constant`` record field (a schema report field); other columns read as before."""
+    number, with a warning that it is a constant so (it had none). Columns that hold one value in
+    every row are kept, named in one note and their ``constant`` record field (a schema report
+    field); other columns read as before."""
     from seba.core.config import SourceConfig
     from seba.core.data import schema_report
     from seba.core.own_table import load_local_table

@@ -1310,9 +1310,10 @@ _MARKS = "*\u2020\u2021\u00a7\u00b6"  # * † ‡ § ¶
 _FOOTNOTED = rf"(?P<number>[^{_MARKS}]*\d[^{_MARKS}]*?)[ ]*(?:\*+|[{_MARKS[1:]}]+)"
 # an angle in degrees, with minutes and seconds or not, as coordinates are written ('45°30′15″N',
 # "45° 30' 15\" N", 'S 12°05.5\'', '-73.9857°', '87°'): decimal degrees, south and west negative
-_DEGREES = (r"(?P<lead>[NSEWnsew])?[ ]*(?P<sign>[+-])?(?P<deg>\d{1,3}(?:\.\d+)?)[ ]*°"
-            r"(?:[ ]*(?P<min>\d{1,2}(?:\.\d+)?)[ ]*['\u2032](?:[ ]*(?P<sec>\d{1,2}(?:\.\d+)?)[ ]*(?:\"|\u2033|''))?)?"
-            r"[ ]*(?P<trail>[NSEWnsew])?")
+# (a fraction after '.' or ',', in any source: an angle has no thousands)
+_DEGREES = (r"(?P<lead>[NSEWnsew])?[ ]*(?P<sign>[+-])?(?P<deg>\d{1,3}(?:[.,]\d+)?)[ ]*°"
+            r"(?:[ ]*(?P<min>\d{1,2}(?:[.,]\d+)?)[ ]*['\u2032](?:[ ]*(?P<sec>\d{1,2}(?:[.,]\d+)?)[ ]*"
+            r"(?:\"|\u2033|''))?)?[ ]*(?P<trail>[NSEWnsew])?")
 # the notations read on the way to a number that a notice counts alike: the schema field, how the
 # cells were written and what they were read as
 _NOTATIONS = {"text marked": ("text_marked", "as text for a spreadsheet (a leading ' or =\"...\")", "the number"),
@@ -1396,6 +1397,7 @@ def _other_notations(text: pd.Series, decimal: str,
     angle = read.str.extract(rf"^{_DEGREES}$")
     has = angle["deg"].notna() & ~(angle["lead"].notna() & angle["trail"].notna())
     has &= ~(angle["sign"].notna() & (angle["lead"].fillna(angle["trail"]).notna()))  # '-45°S': which?
+    angle[["deg", "min", "sec"]] = angle[["deg", "min", "sec"]].apply(lambda part: part.str.replace(",", "."))
     minutes, seconds = angle["min"].astype(float).fillna(0.0), angle["sec"].astype(float).fillna(0.0)
     has &= (minutes < 60) & (seconds < 60)
     if has.any():
