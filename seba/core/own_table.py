@@ -1347,6 +1347,13 @@ _INTERVAL = (r"(?P<low2>[+-]?\d+(?:\.\d+)?)[ ]*(?:<=?|\u2264)[ ]*[A-Za-z]\w*[ ]*
              r"(?P<high2>[+-]?\d+(?:\.\d+)?)")
 
 
+def _without_text_mark(text: pd.Series) -> pd.Series:
+    """The number each cell of ``text`` holds marked as text for a spreadsheet ("'-5.2" and
+    '="00123"' hold '-5.2' and '00123'), NA for every other cell."""
+    parts = text.str.extract(rf"^{_TEXT_MARKED}$")
+    return parts["quoted"].fillna(parts["formula"]).str.strip()
+
+
 def _other_notations(text: pd.Series, decimal: str,
                      cells: _Cells | None = None) -> tuple[pd.Series | None, dict[str, pd.Series]]:
     """``text`` with numbers written in nine other notations rewritten as plain numbers: for a
@@ -1366,8 +1373,7 @@ def _other_notations(text: pd.Series, decimal: str,
             rf"|^(?i:ca|approx|circa)|^'|\d[dD][+-]\d|[{_MARKS}]$|\d[ ]*°|{_VULGAR}", regex=True).any():
         return None, {}
     rewritten, masks = distinct, {}
-    marked = distinct.str.extract(rf"^{_TEXT_MARKED}$")
-    marked = marked["quoted"].fillna(marked["formula"]).str.strip()
+    marked = _without_text_mark(distinct)
     if marked.notna().any():
         rewritten = rewritten.mask(marked.notna(), marked)
         masks["text marked"] = marked.notna()
@@ -2198,8 +2204,7 @@ def _spellings(text: pd.Series) -> dict[str, list[list[str]]]:
     'yes'), the same words with other spacing ('New York', 'New  York') or the same words marked
     as text for a spreadsheet ('="A"', "'A" beside 'A'); each a list of groups."""
     levels = pd.Series(text.dropna().unique(), dtype="string")
-    unmarked = levels.str.extract(rf"^{_TEXT_MARKED}$")
-    numbers = parse_numbers(unmarked["quoted"].fillna(unmarked["formula"]).str.strip().fillna(levels))
+    numbers = parse_numbers(_without_text_mark(levels).fillna(levels))
     found: dict[str, list[list[str]]] = {"number": [], "case": [], "spacing": [], "mark": []}
     words = levels.where(numbers.isna())
     for kind, keys in (("number", numbers), ("case", words.str.lower()),
