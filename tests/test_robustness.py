@@ -3002,7 +3002,9 @@ def test_numbers_with_a_footnote_mark_are_numbers_counted_per_column(repo):
     """Statistical tables flag provisional or estimated values and significance with a mark after
     the number ('87.2*', '0.03**', '7†'): a tenth of a column's cells so marked made it categorical
     text (only 90 % numbers), its levels folded. They are the number now, counted with a notice,
-    and the other notations read the rest ('<0.5*' is a bound); a mark alone stays a non-number."""
+    and the other notations read the rest ('<0.5*' is a bound); a mark alone stays a non-number.
+    So are Eurostat's flags, letters after a space ('12.5 p' provisional, '9.8 e' estimated), beside
+    plain numbers; its ':' (not available) stays a non-numeric cell, warned."""
     rows = 100
     plain = [f"{1 + (i * 37) % 97 / 4:.2f}" for i in range(rows)]
     frame = pd.DataFrame({
@@ -3021,6 +3023,16 @@ def test_numbers_with_a_footnote_mark_are_numbers_counted_per_column(repo):
     assert read["lab"].iloc[5] == 0.5 and records["lab"]["bounds"] == 1 and records["lab"]["footnoted"] == 10
     assert np.isnan(read["lab"].iloc[1]) and records["lab"]["converted"] == {"*": 1}
     np.testing.assert_array_equal(read["lab"].iloc[15:16].to_numpy(), [float(plain[15])])
+
+    eurostat = pd.DataFrame({"y2020": [f"{v} {'pebu'[i % 4] if i % 4 else 'bep'}" if i % 5 == 0 else (
+        ":" if i in (3, 17) else v) for i, v in enumerate(plain)], "x": plain, "label": frame["label"]})
+    read, records = _read_own(repo, "eurostat", eurostat)
+    flagged = sum(1 for i in range(rows) if i % 5 == 0)
+    assert records["y2020"]["kind"] == "numeric" and records["y2020"]["flagged"] == flagged
+    assert records["y2020"]["notices"] == [
+        f"column 'y2020': {flagged} number(s) written with a statistical flag after them ('p' provisional, 'e' "
+        f"estimated, as Eurostat writes them) (e.g. '{plain[0]} bep'), read as the number ({float(plain[0]):g})"]
+    assert read["y2020"].iloc[5] == float(plain[5]) and np.isnan(read["y2020"].iloc[3])
 
 
 def test_angles_in_degrees_minutes_and_seconds_are_decimal_degrees(repo):

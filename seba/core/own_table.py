@@ -1314,10 +1314,16 @@ _FOOTNOTED = rf"(?P<number>[^{_MARKS}]*\d[^{_MARKS}]*?)[ ]*(?:\*+|[{_MARKS[1:]}]
 _DEGREES = (r"(?P<lead>[NSEWnsew])?[ ]*(?P<sign>[+-])?(?P<deg>\d{1,3}(?:[.,]\d+)?)[ ]*°"
             r"(?:[ ]*(?P<min>\d{1,2}(?:[.,]\d+)?)[ ]*['\u2032](?:[ ]*(?P<sec>\d{1,2}(?:[.,]\d+)?)[ ]*"
             r"(?:\"|\u2033|''))?)?[ ]*(?P<trail>[NSEWnsew])?")
+# a number with Eurostat's flags after it ('12.5 p' provisional, '9.8 e' estimated, '7 bep': b break in
+# series, c confidential, d definition differs, e estimated, f forecast, n not significant, p
+# provisional, r revised, s Eurostat estimate, u low reliability, z not applicable), beside plain numbers
+_FLAGGED = r"(?P<number>[+-]?[\d.,]*\d[\d.,]*)[ ]+(?P<flag>[bcdefnprsuz]{1,3})"
 # the notations read on the way to a number that a notice counts alike: the schema field, how the
 # cells were written and what they were read as
 _NOTATIONS = {"text marked": ("text_marked", "as text for a spreadsheet (a leading ' or =\"...\")", "the number"),
               "footnoted": ("footnoted", "with a footnote mark ('*', '†', ...)", "the number without it"),
+              "flags": ("flagged", "with a statistical flag after them ('p' provisional, 'e' estimated, as "
+                                   "Eurostat writes them)", "the number"),
               "approximate": ("approximate", "as approximate", "the number"),
               "degrees": ("degrees", "in degrees (with minutes and seconds or not)",
                           "decimal degrees, south and west negative"),
@@ -1356,21 +1362,23 @@ def _without_text_mark(text: pd.Series) -> pd.Series:
 
 def _other_notations(text: pd.Series, decimal: str,
                      cells: _Cells | None = None) -> tuple[pd.Series | None, dict[str, pd.Series]]:
-    """``text`` with numbers written in nine other notations rewritten as plain numbers: for a
+    """``text`` with numbers written in ten other notations rewritten as plain numbers: for a
     column that also holds plain ones, bounds ('<0.5', '>100', '≤ 3': a value beyond a detection
-    limit, as the limit itself) and a minus after the number ('21-'); and fractions ('3/4', '5 1/2',
-    only where no fraction without a whole part is above 1, so that '15/3' dates and '120/80'
-    pairs are not read as fractions), ordinals ('1st', '2nd': their number), numbers with a power
-    of ten ('3.2 x 10^6', '1.5×10⁻³', Fortran's '1.65D+02'), approximate numbers ('~5', 'ca.
-    1850': the number), angles in degrees ('45°30′15″N': decimal degrees), numbers marked as text for a spreadsheet ("'-5.2", '="00123"') and numbers
-    with a footnote mark ('12.5*', '0.03**', '7†'): the number, read by the other rules as written
-    without the mark; and, per notation, the cells rewritten (a boolean mask). None when no cell is
-    so written. Looks at the distinct cells only (``cells``, when the caller has them): a
-    categorical column of many rows has few."""
+    limit, as the limit itself), a minus after the number ('21-') and Eurostat's flags ('12.5 p':
+    the number); and fractions ('3/4', '5 1/2', only where no fraction without a whole part is
+    above 1, so that '15/3' dates and '120/80' pairs are not read as fractions), ordinals ('1st',
+    '2nd': their number), numbers with a power of ten ('3.2 x 10^6', '1.5×10⁻³', Fortran's
+    '1.65D+02'), approximate numbers ('~5', 'ca. 1850': the number), angles in degrees
+    ('45°30′15″N': decimal degrees), numbers marked as text for a spreadsheet ("'-5.2",
+    '="00123"') and numbers with a footnote mark ('12.5*', '0.03**', '7†'): the number, read by
+    the other rules as written without the mark; and, per notation, the cells rewritten (a boolean
+    mask). None when no cell is so written. Looks at the distinct cells only (``cells``, when the
+    caller has them): a categorical column of many rows has few."""
     codes, distinct = (cells.codes, cells.distinct) if cells is not None else _factorized(text)
     if distinct.empty or not distinct.str.contains(
             rf"[<>=\u2264\u2265/~\u2248\u223c]|\d-$|\d[ ]?(?i:st|nd|rd|th)$|10(?:\^|\*\*|[\u207b\u207a{_SUPERSCRIPTS}])"
-            rf"|^(?i:ca|approx|circa)|^'|\d[dD][+-]\d|[{_MARKS}]$|\d[ ]*°|{_VULGAR}", regex=True).any():
+            rf"|^(?i:ca|approx|circa)|^'|\d[dD][+-]\d|[{_MARKS}]$|\d[ ]*°|\d[ ]+[bcdefnprsuz]{{1,3}}$|{_VULGAR}",
+            regex=True).any():
         return None, {}
     rewritten, masks = distinct, {}
     marked = _without_text_mark(distinct)
@@ -1422,6 +1430,10 @@ def _other_notations(text: pd.Series, decimal: str,
     if bound.notna().any() and not bound.notna().all():
         rewritten = rewritten.mask(bound.notna(), bound.str.strip())
         masks["bounds"] = bound.notna()
+    flagged = read.str.extract(rf"^{_FLAGGED}$")["number"]
+    if flagged.notna().any() and not flagged.notna().all():
+        rewritten = rewritten.mask(flagged.notna(), flagged)
+        masks["flags"] = flagged.notna()
     trailing = read.str.extract(rf"^{_TRAILING_MINUS}$")["number"]
     if trailing.notna().any() and not trailing.notna().all():
         rewritten = rewritten.mask(trailing.notna(), "-" + trailing.str.strip())
