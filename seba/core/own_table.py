@@ -1317,7 +1317,7 @@ _DEGREES = (r"(?P<lead>[NSEWnsew])?[ ]*(?P<sign>[+-])?(?P<deg>\d{1,3}(?:[.,]\d+)
 # a number with Eurostat's flags after it ('12.5 p' provisional, '9.8 e' estimated, '7 bep': b break in
 # series, c confidential, d definition differs, e estimated, f forecast, n not significant, p
 # provisional, r revised, s Eurostat estimate, u low reliability, z not applicable), beside plain numbers
-_FLAGGED = r"(?P<number>[+-]?[\d.,]*\d[\d.,]*)[ ]+(?P<flag>[bcdefnprsuz]{1,3})"
+_FLAGGED = r"(?P<number>[+-]?[\d.,]*\d[\d.,]*)[ ]+(?P<flag>(?!nd$|rd$)[bcdefnprsuz]{1,3})"  # '3 rd': an ordinal
 # the notations read on the way to a number that a notice counts alike: the schema field, how the
 # cells were written and what they were read as
 _NOTATIONS = {"text marked": ("text_marked", "as text for a spreadsheet (a leading ' or =\"...\")", "the number"),
