@@ -3266,6 +3266,9 @@ def test_months_beside_dates_and_iso_weeks_are_dates(repo):
                      dtype="datetime64[ns]")
     np.testing.assert_array_equal(read["shift"].to_numpy()[:-1], ((days - days.min()).dt.days).to_numpy())
     assert np.isnan(read["shift"].iloc[-1]) and records["shift"]["converted"] == {"2021-W53": 1}
+    assert records["shift"]["warnings"] == [  # it was called non-numeric, as a word in a column of numbers is
+        "column 'shift' is read as ISO weeks (each its Monday, or the weekday given) (98.3% of its cells are): 1 "
+        "other cell(s) read as missing ('2021-W53' x1): a day or time that does not exist, or not one"]
     assert records["zoned"]["kind"] == "categorical"
 
 

@@ -2048,6 +2048,9 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                     counts = {str(k): int(v) for k, v in words.value_counts().items()}
                     record["converted"].update(counts)
                     record["warnings"].append(
+                        f"column '{column}' is read as {what} ({100 * share:.1f}% of its cells are): {len(words)} "
+                        f"other cell(s) read as missing ({_quote(counts)}): a day or time that does not exist, or "
+                        f"not one" if timed else
                         f"column '{column}' is numeric ({100 * share:.1f}% of its cells are numbers): "
                         f"{len(words)} non-numeric cell(s) read as missing ({_quote(counts)})")
             else:
