@@ -3069,6 +3069,40 @@ def test_angles_in_degrees_minutes_and_seconds_are_decimal_degrees(repo):
     assert "degrees" not in records["temp"] and "degrees" not in records["odd"]
 
 
+def test_missing_indicators_add_a_column_beside_each_numeric_column_with_missing_cells(repo):
+    """Mean imputation (the paper's) keeps no trace of which rows of a numeric column were missing.
+    ``sources.<name>.missing_indicators: true`` adds a 0/1 column after each numeric column with
+    missing cells, 1 where the cell is missing, under a free name, counted in a note and recorded
+    (``indicator_of`` in the schema report); numeric columns without missing cells and categorical
+    ones (a missing level is an all-zero block already) get none, and the default adds nothing.
+    The option applies only to local tables."""
+    from seba.core.config import load_params
+    from seba.core.data import schema_report
+
+    rows = 60
+    frame = pd.DataFrame({"dose": ["" if i % 4 == 0 else f"{i / 3:.2f}" for i in range(rows)],
+                          "dose (missing)": [(i * 7) % 5 for i in range(rows)],
+                          "age": [20 + (i * 13) % 50 for i in range(rows)],
+                          "colour": ["" if i % 5 == 0 else "rgb"[i % 3] for i in range(rows)],
+                          "label": ["ab"[i % 2] for i in range(rows)]})
+    plain, plain_records = _read_own(repo, "gaps", frame)
+    assert list(plain.columns) == ["dose", "dose (missing)", "age", "colour", "class"]
+    read, records = _read_own(repo, "gaps", frame, missing_indicators=True)
+    assert list(read.columns) == ["dose", "dose (missing 2)", "dose (missing)", "age", "colour", "class"]
+    np.testing.assert_array_equal(read["dose (missing 2)"].to_numpy(), [float(i % 4 == 0) for i in range(rows)])
+    assert records["dose (missing 2)"] == {"column": "dose (missing 2)", "forced": None, "converted": {}, "warnings": [],
+                                           "notices": [], "read_as": "missing indicator", "kind": "numeric",
+                                           "missing": 0, "indicator_of": "dose"}
+    pd.testing.assert_frame_equal(read.drop(columns="dose (missing 2)"), plain)
+    table = encode_table(read)
+    entries = {e["column"]: e for e in schema_report("gaps", read, table, {})["columns"]}
+    assert entries["dose (missing 2)"]["indicator_of"] == "dose" and entries["dose (missing 2)"]["kind"] == "numeric"
+    assert list(table.columns) == ["dose", "dose (missing 2)", "dose (missing)", "age", "colour"]
+    edit_params(repo, lambda p: p["sources"]["diabetes"].update(missing_indicators=True))
+    with pytest.raises(ConfigError, match=r"'sources.diabetes.missing_indicators' applies only to local tables"):
+        load_params(repo / "params.yaml")
+
+
 def test_numbers_with_fortrans_exponent_letter_are_numbers_with_a_power_of_ten(repo):
     """Fortran writes a double's exponent with 'D' ('1.6505D+02', '-3.1d-05'): a column of them was
     categorical text, its levels folded into 'other' with no word of why. They are numbers now,

@@ -169,6 +169,9 @@ class SourceConfig:
     encoding: Annotated[Str, AfterValidator(_encoding)] = "utf-8"  # text encoding of a CSV file
     sheet: Annotated[Str | Int | None, AfterValidator(_sheet)] = None  # an Excel workbook's sheet (null: the first)
     missing_values: MissingValues = ()  # cell values that mark a missing value in feature columns (-999, 'unknown')
+    # a 0/1 column beside each numeric column with missing cells, 1 where a cell is missing (its mean
+    # imputation alone keeps no trace of which rows those were); false: the paper's mean imputation alone
+    missing_indicators: Bool = False
     # this dataset's own values for `pretrain` keys, over the `pretrain` section
     pretrain: dict[str, Any] = field(default_factory=dict)
 

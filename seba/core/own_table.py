@@ -2669,6 +2669,11 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
                      f"values occurs with one class only): if {'they are' if many else 'it is'} the target "
                      f"written again or derived from it, remove {'them' if many else 'it'} from the file, or the "
                      f"few-shot accuracy measures {'them' if many else 'it'}, not the method")
+    if source.missing_indicators:
+        result, records, added = _with_missing_indicators(result, records)
+        if added:
+            notes.append(f"missing_indicators: {len(added)} column(s) added, 1 where the numeric column beside it is "
+                         f"missing ({', '.join(repr(a) for a in added[:_SHOWN])}{', ...' if len(added) > _SHOWN else ''})")
     for note in notes:
         log(f"[{stage} {name}] {note}")
     for record in records:
@@ -2685,6 +2690,31 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
                     "target": source.target, "dropped_rows": unlabeled + empty, "notes": notes, "columns": records}
 
 
+def _with_missing_indicators(frame: pd.DataFrame, records: list[dict]) -> tuple[pd.DataFrame, list[dict], list[str]]:
+    """``frame`` with a 0/1 column after each numeric feature column that has missing cells, named
+    '<column> (missing)' (another free name if that one is taken), 1 where the cell is missing, and
+    ``records`` with a record for each such column after its column's; the names added."""
+    taken, columns, out_records, added = set(frame.columns), {}, [], {}
+    for record in records:
+        out_records.append(record)
+        column = record.get("renamed", record["column"])
+        if record["kind"] != "numeric" or column not in frame.columns or not frame[column].isna().any():
+            continue
+        indicator = next(n for n in (f"{column} (missing)", *(f"{column} (missing {i})" for i in range(2, 100)))
+                         if n not in taken)
+        taken.add(indicator)
+        added[column] = indicator
+        out_records.append({**_column_record(indicator, None, "missing indicator"), "kind": "numeric",
+                            "missing": 0, "indicator_of": column})
+    for column in frame.columns:
+        columns[column] = frame[column]
+        if column in added:
+            columns[added[column]] = frame[column].isna().astype("float64")
+    result = pd.DataFrame(columns, index=frame.index)
+    result.attrs = dict(frame.attrs)
+    return result, out_records, list(added.values())
+
+
 # what a local column's record says of how it was read, carried into the schema report
 REPORTED = ("read_as", "forced", "unit", "negatives", "time_as", "leading_zeros", "merged_integers", "bounds", "constant",
-             *(field for field, _, _ in _NOTATIONS.values()))
+            "indicator_of", *(field for field, _, _ in _NOTATIONS.values()))
