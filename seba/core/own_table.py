@@ -1,5 +1,5 @@
 """Your own table: a user's CSV / TSV / parquet / Excel / ARFF file (``sources.<name>.path``) read
-into the raw table format (``seba.core.data``), every column's type inferred by fixed rules that
+into the raw table format (``seba.core.raw``), every column's type inferred by fixed rules that
 are reported column by column (docs/own-table.md), so that nothing is lost without a word: the
 file's format and encoding, its header, the notations its numbers, dates and times are written
 in, missing-value marks, spreadsheet errors, codes, ids, repeated rows and the target's classes.
