@@ -243,7 +243,7 @@ PARAMS_CASES = [
     ("missing values not a list", add_dataset("mine", {"path": "data/local/good.csv", "target": "label",
                                                        "missing_values": -999}),
      ["'sources.mine.missing_values' must be a list of the values that mark a missing cell (numbers or texts, e.g. "
-      "[-999, 'unknown']), got -999"]),
+      "[-999, 'unknown']), or a mapping from columns to such lists ({glucose: [0]}), got -999"]),
     ("missing values holding a boolean", add_dataset("mine", {"path": "data/local/good.csv", "target": "label",
                                                               "missing_values": [-999, True]}),
      ["'sources.mine.missing_values' must be a list of the values that mark a missing cell"]),
@@ -3372,6 +3372,44 @@ def test_missing_values_written_as_quoted_numbers_are_numbers_and_values_found_n
     _, info = load_local_table("quoted", SourceConfig(path="data/local/quoted.csv", target="label",
                                                       missing_values=["007", -999]), repo)
     assert not any("missing_values' lists" in note for note in info["notes"])
+
+
+def test_missing_values_per_column_mark_only_the_columns_named(repo):
+    """A value that is missing in some columns only (Pima's 0 glucose and 0 BMI, where 0 pregnancies
+    is a count) could not be marked: ``missing_values`` applied to every feature column. As a
+    mapping from columns to values it marks each named column's own values only; a value no cell
+    of its column holds is warned per column, a column not in the file or the target is an error
+    before any work, and a malformed mapping is a params error naming the key."""
+    from seba.core.config import SourceConfig, load_params
+    from seba.core.own_table import load_local_table
+
+    n = 60
+    frame = pd.DataFrame({"preg": [i % 5 for i in range(n)],
+                          "glucose": [0 if i % 7 == 0 else 80 + (i * 3) % 90 for i in range(n)],
+                          "bmi": ["0" if i % 9 == 0 else f"{20 + i / 10:.1f}" for i in range(n)],
+                          "label": ["ab"[i % 2] for i in range(n)]})
+    listed = {"glucose": [0], "bmi": [0, "n/k"]}
+    read, records = _read_own(repo, "pima", frame, missing_values=listed)
+    assert int((read["preg"] == 0).sum()) == 12 and read["preg"].notna().all()  # its zeros are counts
+    assert read["glucose"].isna().tolist() == [i % 7 == 0 for i in range(n)]
+    assert read["bmi"].isna().tolist() == [i % 9 == 0 for i in range(n)]
+    assert records["glucose"]["converted"] == {"0": 9} and records["bmi"]["converted"] == {"0": 7}
+    assert records["preg"]["converted"] == {}
+    _, info = load_local_table("pima", SourceConfig(path="data/local/pima.csv", target="label",
+                                                    missing_values=listed), repo)
+    assert ("WARNING 'sources.pima.missing_values' lists 'n/k' (for 'bmi'), which no cell of its column holds: "
+            "check how the file writes it") in info["notes"]
+    for wrong, message in (({"glucos": [0]}, r"'missing_values' names column\(s\) not in the file: \['glucos'\]"),
+                           ({"label": ["b"]}, r"the target 'label' is listed in 'missing_values'")):
+        with pytest.raises(DataError, match=message):
+            load_local_table("pima", SourceConfig(path="data/local/pima.csv", target="label",
+                                                  missing_values=wrong), repo)
+    edit_params(repo, lambda p: p["sources"].update(pima={"path": "data/local/pima.csv", "target": "label",
+                                                          "missing_values": {"glucose": 0}}))
+    with pytest.raises(ConfigError, match=r"sources.pima.missing_values.*must be a list of the values that mark a "
+                                          r"missing cell"):
+        load_params(repo / "params.yaml")
+
 
 def test_numbers_in_another_convention_beside_words_name_the_setting(repo):
     """A column of numbers with a thousands separator or a decimal comma that the settings do not

@@ -137,18 +137,28 @@ _date_order = _one_of(DATE_ORDERS, "'dmy' (31/01/2020), 'mdy' (01/31/2020)", nul
 ColumnNames = Annotated[tuple[str, ...], BeforeValidator(_names)]
 
 
-def _missing_values(value: Any) -> tuple[str | float, ...]:
-    """A list of cell values that mark a missing value in the file (-999, 9999, 'unknown'): texts
-    (stripped) and finite numbers."""
-    if not isinstance(value, list) or not all(
-            (isinstance(v, str) and v.strip()) or (isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                   and math.isfinite(v)) for v in value):
-        raise fail(f"must be a list of the values that mark a missing cell (numbers or texts, e.g. [-999, "
-                   f"'unknown']), got {value!r}")
-    return tuple(v.strip() if isinstance(v, str) else float(v) for v in value)
+def _missing_values(value: Any) -> tuple[str | float, ...] | dict[str, tuple[str | float, ...]]:
+    """The cell values that mark a missing value in the file: a list for every feature column
+    (-999, 9999, 'unknown'), or a mapping from column names to such lists ({glucose: [0]}, for the
+    columns where a value is missing that elsewhere is one); texts (stripped) and finite numbers."""
+    def values(listed: Any, where: str = "") -> tuple[str | float, ...]:
+        if not isinstance(listed, list) or not all(
+                (isinstance(v, str) and v.strip()) or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                       and math.isfinite(v)) for v in listed):
+            raise fail(f"must be a list of the values that mark a missing cell (numbers or texts, e.g. [-999, "
+                       f"'unknown']), or a mapping from columns to such lists ({{glucose: [0]}}), got "
+                       f"{value!r}{where}")
+        return tuple(v.strip() if isinstance(v, str) else float(v) for v in listed)
+
+    if isinstance(value, dict):
+        if not value or not all(isinstance(k, str) and k.strip() for k in value):
+            raise fail(f"as a mapping, must name columns (texts), each with a list of values, got {value!r}")
+        return {k.strip(): values(v, f" (column '{k}': {v!r})") for k, v in value.items()}
+    return values(value)
 
 
-MissingValues = Annotated[tuple[str | float, ...], BeforeValidator(_missing_values)]
+MissingValues = Annotated[tuple[str | float, ...] | dict[str, tuple[str | float, ...]],
+                          BeforeValidator(_missing_values)]
 
 
 @section
@@ -168,7 +178,8 @@ class SourceConfig:
     date_order: Annotated[Str | None, AfterValidator(_date_order)] = None  # dates like 31/01/2020: dmy or mdy
     encoding: Annotated[Str, AfterValidator(_encoding)] = "utf-8"  # text encoding of a CSV file
     sheet: Annotated[Str | Int | None, AfterValidator(_sheet)] = None  # an Excel workbook's sheet (null: the first)
-    missing_values: MissingValues = ()  # cell values that mark a missing value in feature columns (-999, 'unknown')
+    # cell values that mark a missing value in feature columns (-999, 'unknown'), or per column ({glucose: [0]})
+    missing_values: MissingValues = ()
     # a 0/1 column beside each numeric column with missing cells, 1 where a cell is missing (its mean
     # imputation alone keeps no trace of which rows those were); false: the paper's mean imputation alone
     missing_indicators: Bool = False

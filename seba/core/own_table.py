@@ -2443,17 +2443,24 @@ def _missing_values_marked(frame: pd.DataFrame, source) -> tuple[pd.DataFrame, d
     one of its numbers: -999 finds '-999', '-999.0' and -999 stored as a number; a text written as
     a plain number, '-999', is that number too), per column the values so marked and their counts
     (value as written -> cells), and the listed values that no feature cell holds. A CSV's cells
-    become empty, as its missing cells are; a categorical loses those levels."""
+    become empty, as its missing cells are; a categorical loses those levels. ``missing_values`` as
+    a mapping (column -> values) marks each column's own values only; then an unused value is
+    returned as '<value> (for <column>)'."""
     if not source.missing_values:
         return frame, {}, []
-    words = {v for v in source.missing_values if isinstance(v, str)}
-    numbers = [v for v in source.missing_values if not isinstance(v, str)]
-    numbers += [float(v) for v in words if _PLAIN_NUMBER.fullmatch(v) and float(v) not in numbers]
-    frame, marked, found = frame.copy(), {}, set()
+    per_column = source.missing_values if isinstance(source.missing_values, dict) else None
+    frame, marked, unused, all_found = frame.copy(), {}, [], set()
     for column in frame.columns:
         series = frame[column]
         if column == source.target or pd.api.types.is_bool_dtype(series):
             continue
+        listed = per_column.get(column, ()) if per_column is not None else source.missing_values
+        if not listed:
+            continue
+        words = {v for v in listed if isinstance(v, str)}
+        numbers = [v for v in listed if not isinstance(v, str)]
+        numbers += [float(v) for v in words if _PLAIN_NUMBER.fullmatch(v) and float(v) not in numbers]
+        found = set()
         if pd.api.types.is_numeric_dtype(series):
             as_number = series.where(series.isin(numbers)) if numbers else pd.Series(np.nan, index=series.index)
             hit = as_number.notna()
@@ -2467,23 +2474,37 @@ def _missing_values_marked(frame: pd.DataFrame, source) -> tuple[pd.DataFrame, d
                 as_number = as_number.where(as_number.isin(numbers))
                 hit |= as_number.notna()
         hit = hit.fillna(False).to_numpy(dtype=bool)
-        if not hit.any():
-            continue
         if as_number is not None:
             found.update(float(v) for v in as_number.dropna().unique())
+        if per_column is not None:
+            unused += [f"{_shown(v)} (for '{column}')" for v in _not_found(listed, found)]
+        else:
+            all_found.update(found)
+        if not hit.any():
+            continue
         marked[column] = {(f"{v:g}" if isinstance(v, float) else str(v)): int(n)
                           for v, n in written[hit].value_counts().items()}
         if isinstance(series.dtype, pd.CategoricalDtype):
-            listed = set(written[hit])
+            levels = set(written[hit])
             frame[column] = series.cat.remove_categories([c for c in series.cat.categories
-                                                          if str(c).strip() in listed])
+                                                          if str(c).strip() in levels])
         elif pd.api.types.is_numeric_dtype(series):
             frame[column] = series.astype("float64").mask(hit)
         else:  # an empty cell, as a CSV's missing cells are
             frame[column] = series.mask(hit, "")
-    unused = [v for v in source.missing_values if v not in found
-              and not (isinstance(v, str) and _PLAIN_NUMBER.fullmatch(v) and float(v) in found)]
+    if per_column is None:
+        unused = [_shown(v) for v in _not_found(source.missing_values, all_found)]
     return frame, marked, unused
+
+
+def _not_found(listed, found: set) -> list:
+    """The values of ``listed`` (a ``missing_values`` list) that ``found`` (the cells marked) lacks."""
+    return [v for v in listed if v not in found and not (isinstance(v, str) and _PLAIN_NUMBER.fullmatch(v)
+                                                          and float(v) in found)]
+
+
+def _shown(value: str | float) -> str:
+    return repr(value) if isinstance(value, str) else f"{value:g}"
 
 
 def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tuple[pd.DataFrame, dict]:
@@ -2541,12 +2562,19 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
             raise DataError(f"{where}: '{option}' names column(s) not in the file: {absent}")
         if source.target in getattr(source, option):
             raise DataError(f"{where}: the target '{source.target}' is listed in '{option}'")
+    if isinstance(source.missing_values, dict):  # per column: each named column is the file's, not the target
+        absent = [c for c in source.missing_values if c not in frame.columns]
+        if absent:
+            raise DataError(f"{where}: 'missing_values' names column(s) not in the file: {absent}")
+        if source.target in source.missing_values:
+            raise DataError(f"{where}: the target '{source.target}' is listed in 'missing_values' (it applies "
+                            f"to feature columns; rows without a target are dropped)")
     notes = [header_note] if header_note else []
     frame, marked_by_source, unused = _missing_values_marked(frame, source)
     if unused:  # a typo ('unknwon'), or a value written otherwise in the file ('N/A' for 'NA')
-        listed = ", ".join(repr(v) if isinstance(v, str) else f"{v:g}" for v in unused)
-        notes.append(f"WARNING '{key}.missing_values' lists {listed}, which no feature cell holds: check how the "
-                     f"file writes {'them' if len(unused) > 1 else 'it'}")
+        cells = "no cell of its column" if isinstance(source.missing_values, dict) else "no feature cell"
+        notes.append(f"WARNING '{key}.missing_values' lists {', '.join(unused)}, which {cells} holds: check how "
+                     f"the file writes {'them' if len(unused) > 1 else 'it'}")
     target, marks = _as_text(frame[source.target])
     target, composed, spaced, invisible = _composed(target)
     if composed:
