@@ -67,6 +67,17 @@ def fraction(v: float) -> str:
     return f"{sign}{whole}" if not top else f"{sign}{whole} {top}/8" if whole else f"{sign}{top}/8"
 
 
+def angle(v: float) -> str:
+    d, rest = divmod(round(abs(v) * 36000), 36000)  # v in degrees, to a tenth of a second
+    m, tenths = divmod(rest, 600)
+    return f"{d}\u00b0{m}\u2032{tenths / 10:.1f}\u2033{'S' if v < 0 else 'N'}"
+
+
+def tenth(v: float) -> bool:
+    """About one cell in ten, chosen by its value (the table is fixed)."""
+    return round(abs(v) * 1000) % 10 == 3
+
+
 # (case, how x1 is written, the source's options that read it[, the columns so written: x1 alone unless said])
 CASES = [
     ("percentages ('12.50%')", lambda v: f"{v * 10:.2f}%", {}),
@@ -82,6 +93,11 @@ CASES = [
     ("bounds ('<-1.5' below -1.5)", lambda v: "<-1.5" if v < -1.5 else f"{v:.3f}", {}),
     ("fractions ('1 3/8')", fraction, {}),
     ("ordinals ('42nd')", ordinal, {}),
+    ("spreadsheet text marks (\"'-1.234\" below 0)", lambda v: f"'{v:.3f}" if v < 0 else f"{v:.3f}", {}),
+    ("Fortran exponents ('1.2340D+00')", lambda v: f"{v:.4E}".replace("E", "D"), {}),
+    ("angles ('1°14′2.4″S')", angle, {}),
+    ("footnote marks ('1.233*' in a tenth)", lambda v: f"{v:.3f}*" if tenth(v) else f"{v:.3f}", {}),
+    ("Eurostat flags ('1.233 p' in a tenth)", lambda v: f"{v:.3f} p" if tenth(v) else f"{v:.3f}", {}),
 ]
 
 
