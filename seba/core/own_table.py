@@ -1465,8 +1465,8 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
     fractions, which are numbers), two numbers written with 'x' or ', ' ('1920x1080', '40.71, -74.01'),
     a number and its uncertainty ('0.3 ± 0.2'), numbers with magnitude suffixes ('1.2k', '2.5M'),
     ranges of numbers ('40-49', '60+'), numbers after or before one unit that is not read
-    ('5 kg', 'USD 5') or a few ('5 kg', '500 g'), feet and inches ('5\'11"'), or a list or mapping
-    per cell ('[1, 2]', '{"a": 1}');
+    ('5 kg', 'USD 5') or a few ('5 kg', '500 g'), feet and inches ('5\'11"'), fiscal or school
+    years ('2020/21'), or a list or mapping per cell ('[1, 2]', '{"a": 1}');
     None otherwise. Looks at the distinct cells (in the order they first appear, so the examples
     are the file's first)."""
     written, counts = cells.distinct, cells.counts
@@ -1494,6 +1494,13 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
             return lead + "they mix both orders: write them as YYYY-MM-DD in the file to read them as numbers (days)"
         return lead + (f"no cell tells the order (no day above 12): set date_order: dmy (31/01/2020) or mdy "
                        f"(01/31/2020) in '{key}' to read them as numbers (days)")
+    years = written.str.extract(r"^(?:FY[ ]?)?(?P<first>(?:19|20)\d\d)[/-](?P<second>\d{2}|(?:19|20)\d\d)$")
+    spans = years["first"].notna() & ((years["second"].str[-2:].astype(float)
+                                       - years["first"].str[-2:].astype(float)) % 100 == 1)
+    if int(counts[spans.to_numpy(dtype=bool)].sum()) >= needed:  # '2020/21', '2019-2020', 'FY2020/21'
+        example = written[spans].iloc[0]
+        return (f"column '{column}' holds fiscal or school years (e.g. '{example}'), read as categorical text: write "
+                f"each as one year in the file (its first or its last) to read them as numbers, in their order")
     if _mostly(written, r"\d+/\d+", counts):  # fractions under 1 would be numbers: '120/80', '15/3'
         example = written[written.str.fullmatch(r"\d+/\d+")].iloc[0]
         return (f"column '{column}' holds two numbers per cell, written with '/' (e.g. '{example}'), read as "
