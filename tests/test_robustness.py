@@ -2937,8 +2937,9 @@ def test_numbers_marked_as_text_for_a_spreadsheet_are_numbers_counted_per_column
     escape writes "'-5.25" for a negative number; a cell typed as text, "'812") or as Excel's text
     formula ('="01234"', as exports that keep leading zeros write codes), made a column of numbers
     categorical text: its levels folded into 'other' with no word of why. Such cells are the number
-    now, counted with a notice, so that the leading-zero rule sees '01234'; a column named in
-    'categorical' keeps them as written, and a marked cell that is not a number stays text."""
+    now, counted with a notice (the text formula as the text it gives, in any column), so that the
+    leading-zero rule sees '01234'; a column named in 'categorical' keeps the apostrophes as
+    written, and a marked cell that is not a number stays text."""
     from seba.core.data import schema_report
 
     rows = 120
@@ -2958,44 +2959,56 @@ def test_numbers_marked_as_text_for_a_spreadsheet_are_numbers_counted_per_column
     assert records["change"]["kind"] == "numeric" and records["change"]["text_marked"] == negatives
     first = next(v for v in change if v.startswith("-"))
     assert records["change"]["notices"] == [
-        f"column 'change': {negatives} number(s) written as text for a spreadsheet (a leading ' or =\"...\") "
+        f"column 'change': {negatives} number(s) written as text for a spreadsheet (with a leading ') "
         f"(e.g. ''{first}'), read as the number ({float(first):g}): list 'change' in "
         f"'sources.marked.categorical' to keep them as text (codes)"] and not records["change"]["warnings"]
     assert records["typed"]["text_marked"] == rows
     np.testing.assert_array_equal(read["zip"].to_numpy(), [float((i * 7919) % 100000) for i in range(rows)])
     zeros = sum(f"{(i * 7919) % 100000:05d}".startswith("0") for i in range(rows))
-    assert records["zip"]["text_marked"] == rows and records["zip"]["leading_zeros"] == zeros > 0
+    assert records["zip"]["leading_zeros"] == zeros > 0 and records["zip"]["notices"][0] == (
+        f"column 'zip': {rows} cell(s) written as Excel's text formula (=\"...\", as exports that keep leading zeros "
+        f"write cells) read as the text it gives")
     assert records["kept"]["kind"] == "categorical" and set(read["kept"].astype(str)) <= set(frame["kept"]) | {
         "other"} and "text_marked" not in records["kept"]
     assert records["word"]["kind"] == "categorical" and set(read["word"].astype(str)) == {"'abc", "'=1+2", "'x"}
     entries = {e["column"]: e for e in schema_report("marked", read, encode_table(read), {})["columns"]}
-    assert entries["change"]["text_marked"] == negatives and entries["zip"]["text_marked"] == rows
+    assert entries["change"]["text_marked"] == negatives and entries["typed"]["text_marked"] == rows
 
 
 def test_a_class_or_level_written_with_and_without_a_spreadsheets_text_mark_is_named(repo, capsys):
     """A class written both with a spreadsheet's text mark and without ("'1" beside '1', '="A"' beside
-    'A') became two classes without a word. A number so written is refused as '1' beside '1.0' is
-    (a class written in several ways); words get a warning, as classes that differ only in case do;
-    a categorical feature's levels get a notice."""
+    'A') became two classes without a word. Excel's text formula ('="A"') is read as the text it
+    gives, in the target and the features alike, with a notice: one class, one level. A number
+    with a leading apostrophe beside the same number without is refused as '1' beside '1.0' is (a
+    class written in several ways); words so marked get a warning, as classes that differ only in
+    case do, and a categorical feature's levels a notice."""
     from seba.core.config import SourceConfig
     from seba.core.own_table import load_local_table
 
     rows = 60
     frame = pd.DataFrame({"x": [i / 7 for i in range(rows)], "y": [(i * 3) % 11 for i in range(rows)],
-                          "grade": ['="A"', "A", "B"] * (rows // 3),
+                          "grade": ['="A"', "A", "B"] * (rows // 3), "mark": ["'A", "A", "B"] * (rows // 3),
                           "label": ["'1", "1", "2"] * (rows // 3)})
     frame.to_csv(repo / "data" / "local" / "marks.csv", index=False)
     with pytest.raises(DataError, match=r"target column 'label' writes a class in several ways \(''1' x20 / '1' "
                                         r"x20\), which would make them different classes"):
         load_local_table("marks", SourceConfig(path="data/local/marks.csv", target="label"), repo)
     capsys.readouterr()
-    read, records = _read_own(repo, "marks", frame.assign(label=['="a"', "a", "b"] * (rows // 3)))
-    assert sorted(read["class"].unique()) == ['="a"', "a", "b"]
-    assert ("WARNING target column 'label': classes that differ only in a spreadsheet's text mark (a leading ' or "
-            "=\"...\") ('=\"a\"' x20 / 'a' x20) are different classes") in capsys.readouterr().err
-    assert records["grade"]["notices"] == [
-        "column 'grade': levels that are the same words, marked as text for a spreadsheet or not ('=\"A\"' x20 / "
-        "'A' x20) stay different levels"]
+    read, records = _read_own(repo, "marks", frame.assign(label=['="a"', "a", "'b"] * (rows // 3)))
+    assert sorted(read["class"].unique()) == ["'b", "a"]
+    assert list(read["grade"].cat.categories) == ["A", "B"] and records["grade"]["notices"] == [
+        "column 'grade': 20 cell(s) written as Excel's text formula (=\"...\", as exports that keep leading zeros "
+        "write cells) read as the text it gives"]
+    log = capsys.readouterr().err
+    assert ("target column 'label': 20 cell(s) written as Excel's text formula (=\"...\", as exports that keep "
+            "leading zeros write cells) read as the text it gives") in log
+    read, records = _read_own(repo, "marks", frame.assign(label=["'a", "a", "b"] * (rows // 3)))
+    assert sorted(read["class"].unique()) == ["'a", "a", "b"]
+    assert ("WARNING target column 'label': classes that differ only in a spreadsheet's text mark (a leading ') "
+            "(''a' x20 / 'a' x20) are different classes") in capsys.readouterr().err
+    assert records["mark"]["notices"] == [
+        "column 'mark': levels that are the same words, marked as text for a spreadsheet or not (''A' x20 / 'A' x20) "
+        "stay different levels"]
 
 
 def test_numbers_with_a_footnote_mark_are_numbers_counted_per_column(repo):

@@ -1046,15 +1046,23 @@ def _index_as_columns(frame: pd.DataFrame, where: str, tag: str = "fetch") -> pd
     return frame.reset_index(drop=True)
 
 
-def _as_text(series: pd.Series) -> tuple[pd.Series, dict[str, int]]:
-    """Stripped strings ("string" dtype) with missing cells as NA, and the missing-value tokens
-    found (token -> cells)."""
+def _as_text(series: pd.Series) -> tuple[pd.Series, dict[str, int], int]:
+    """Stripped strings ("string" dtype) with missing cells as NA, the missing-value tokens found
+    (token -> cells) and how many cells were Excel's text formula ('="00123"', '="A"', as exports
+    that keep leading zeros write cells), read as the text it gives ('00123', 'A')."""
     text = series.astype("string").str.strip()
+    formulas = 0
+    if text.str.startswith('="').any():  # one pass; most columns have none
+        inner = text.str.extract(r'^="(?P<text>(?:[^"]|"")*)"$')["text"]
+        found = inner.notna()
+        if found.any():
+            formulas = int(found.sum())
+            text = text.mask(found, inner.str.replace('""', '"', regex=False).str.strip())
     marked = text.isin(MISSING_TOKENS).fillna(False).astype(bool)
     if not marked.any():  # most columns: nothing to count or mask
-        return text, {}
+        return text, {}, formulas
     tokens = {str(k): int(v) for k, v in text[marked & (text != "")].value_counts().items()}
-    return text.mask(marked), tokens
+    return text.mask(marked), tokens, formulas
 
 
 def _composed(text: pd.Series) -> tuple[pd.Series, int, int, int]:
@@ -1088,6 +1096,11 @@ def _composed(text: pd.Series) -> tuple[pd.Series, int, int, int]:
     counts = [int(text.isin(values).sum()) if values else 0 for values in (composed, spaced, edged)]
     text = text.replace(read)
     return text.mask(text == ""), *counts
+
+
+def _formulas_note(what: str, cells: int) -> str:
+    return (f"{what}: {cells} cell(s) written as Excel's text formula (=\"...\", as exports that keep leading zeros "
+            f"write cells) read as the text it gives")
 
 
 def _spaces_note(what: str, cells: int) -> str:
@@ -1300,10 +1313,9 @@ _TRAILING_MINUS = r"(?P<number>\d[\d,.' ]*)-"  # '1,234.50-', as some accounting
 _FRACTION = r"(?:(?P<whole>[+-]?\d+)(?:[ ]+|-)|(?P<sign>[+-]))?(?P<top>\d+)/(?P<bottom>\d+)"
 # an approximate number ('~5', '≈ 5', 'ca. 1850', 'approx. 12'), read as the number
 _APPROXIMATE = r"(?:[~≈∼]|(?i:ca|approx|circa)\.?(?=[ ]|\d))[ ]*(?P<number>[+-]?\d.*)"
-# a number marked as text for a spreadsheet: a leading apostrophe ("'-5.2", as a CSV-injection
-# escape and a cell typed as text write it) or Excel's text formula ('="00123"', as exports that
-# keep leading zeros write it)
-_TEXT_MARKED = r"(?:'(?P<quoted>[ ]*[+-]?[\d.,].*)|=\"(?P<formula>[ ]*[+-]?[\d.,][^\"]*)\")"
+# a number marked as text for a spreadsheet with a leading apostrophe ("'-5.2", as a CSV-injection
+# escape and a cell typed as text write it; Excel's text formula, '="00123"', is read as its text first)
+_TEXT_MARKED = r"'(?P<quoted>[ ]*[+-]?[\d.,].*)"
 # a number with a footnote mark, as statistical tables flag provisional or estimated values and
 # significance ('12.5*', '0.03 **', '7†', '3‡'), read as the number
 _MARKS = "*\u2020\u2021\u00a7\u00b6"  # * † ‡ § ¶
@@ -1320,7 +1332,7 @@ _DEGREES = (r"(?P<lead>[NSEWnsew])?[ ]*(?P<sign>[+-])?(?P<deg>\d{1,3}(?:[.,]\d+)
 _FLAGGED = r"(?P<number>[+-]?[\d.,]*\d[\d.,]*)[ ]+(?P<flag>(?!nd$|rd$)[bcdefnprsuz]{1,3})"  # '3 rd': an ordinal
 # the notations read on the way to a number that a notice counts alike: the schema field, how the
 # cells were written and what they were read as
-_NOTATIONS = {"text marked": ("text_marked", "as text for a spreadsheet (a leading ' or =\"...\")", "the number"),
+_NOTATIONS = {"text marked": ("text_marked", "as text for a spreadsheet (with a leading ')", "the number"),
               "footnoted": ("footnoted", "with a footnote mark ('*', '†', ...)", "the number without it"),
               "flags": ("flagged", "with a statistical flag after them ('p' provisional, 'e' estimated, as "
                                    "Eurostat writes them)", "the number"),
@@ -1354,10 +1366,9 @@ _INTERVAL = (r"(?P<low2>[+-]?\d+(?:\.\d+)?)[ ]*(?:<=?|\u2264)[ ]*[A-Za-z]\w*[ ]*
 
 
 def _without_text_mark(text: pd.Series) -> pd.Series:
-    """The number each cell of ``text`` holds marked as text for a spreadsheet ("'-5.2" and
-    '="00123"' hold '-5.2' and '00123'), NA for every other cell."""
-    parts = text.str.extract(rf"^{_TEXT_MARKED}$")
-    return parts["quoted"].fillna(parts["formula"]).str.strip()
+    """The number each cell of ``text`` holds marked as text for a spreadsheet ("'-5.2" holds
+    '-5.2'), NA for every other cell."""
+    return text.str.extract(rf"^{_TEXT_MARKED}$")["quoted"].str.strip()
 
 
 def _other_notations(text: pd.Series, decimal: str,
@@ -1369,8 +1380,8 @@ def _other_notations(text: pd.Series, decimal: str,
     above 1, so that '15/3' dates and '120/80' pairs are not read as fractions), ordinals ('1st',
     '2nd': their number), numbers with a power of ten ('3.2 x 10^6', '1.5×10⁻³', Fortran's
     '1.65D+02'), approximate numbers ('~5', 'ca. 1850': the number), angles in degrees
-    ('45°30′15″N': decimal degrees), numbers marked as text for a spreadsheet ("'-5.2",
-    '="00123"') and numbers with a footnote mark ('12.5*', '0.03**', '7†'): the number, read by
+    ('45°30′15″N': decimal degrees), numbers marked as text for a spreadsheet with a leading
+    apostrophe ("'-5.2") and numbers with a footnote mark ('12.5*', '0.03**', '7†'): the number, read by
     the other rules as written without the mark; and, per notation, the cells rewritten (a boolean
     mask). None when no cell is so written. Looks at the distinct cells only (``cells``, when the
     caller has them): a categorical column of many rows has few."""
@@ -1894,7 +1905,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             _merged_integers(column, series, values, key, record)
     else:
         try:
-            text, tokens = _as_text(series)
+            text, tokens, formulas = _as_text(series)
             text, composed, spaced, invisible = _composed(text)
         except UnicodeDecodeError:  # bytes cells (a parquet binary column) that are not UTF-8
             bad = next(i for i, v in series.items() if isinstance(v, bytes) and not _utf8(v))
@@ -1906,6 +1917,8 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                                      f"form, so that a word written either way is one value")
         if invisible:
             record["notices"].append(_invisible_note(f"column '{column}'", invisible))
+        if formulas:
+            record["notices"].append(_formulas_note(f"column '{column}'", formulas))
         if tokens:
             record["converted"].update(tokens)
             _note_marks(record, column, tokens)
@@ -2034,7 +2047,7 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                                f"as levels" if notation == "ordinals" else "")
                             + (f": list '{column}' in '{key}.categorical' to keep them as text (codes)"
                                if notation == "text marked" else ""))
-                if "text marked" in notations and not unit:  # '="00123"' is a number with leading zeros
+                if "text marked" in notations and not unit:  # "'00123" is a number with leading zeros
                     numbers = numbers.mask(notations["text marked"].fillna(False).astype(bool), cells)
                 if "fractions" in notations:  # their values, written '0.125', are not digit groups
                     numbers = numbers.mask(notations["fractions"].fillna(False).astype(bool))
@@ -2224,14 +2237,14 @@ def _spellings(text: pd.Series) -> dict[str, list[list[str]]]:
     """Distinct cells of ``text`` that are one value written in several ways: the same number
     ('1', '1.0', '01', "'1" marked as text for a spreadsheet), the same word in other cases ('Yes',
     'yes'), the same words with other spacing ('New York', 'New  York') or the same words marked
-    as text for a spreadsheet ('="A"', "'A" beside 'A'); each a list of groups."""
+    as text for a spreadsheet ("'A" beside 'A'); each a list of groups."""
     levels = pd.Series(text.dropna().unique(), dtype="string")
     numbers = parse_numbers(_without_text_mark(levels).fillna(levels))
     found: dict[str, list[list[str]]] = {"number": [], "case": [], "spacing": [], "mark": []}
     words = levels.where(numbers.isna())
     for kind, keys in (("number", numbers), ("case", words.str.lower()),
                        ("spacing", words.str.replace(r"\s+", " ", regex=True)),
-                       ("mark", words.str.replace(r'^(?:\'(.+)|="(.*)")$', r"\1\2", regex=True))):
+                       ("mark", words.str.replace(r"^'(.+)$", r"\1", regex=True))):
         present = keys.notna()
         if not keys[present].duplicated().any():  # most columns: no two cells alike (a groupby costs ~2 ms)
             continue
@@ -2582,7 +2595,9 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         cells = "no cell of its column" if isinstance(source.missing_values, dict) else "no feature cell"
         notes.append(f"WARNING '{key}.missing_values' lists {', '.join(unused)}, which {cells} holds: check how "
                      f"the file writes {'them' if len(unused) > 1 else 'it'}")
-    target, marks = _as_text(frame[source.target])
+    target, marks, formulas = _as_text(frame[source.target])
+    if formulas:
+        notes.append(_formulas_note(f"target column '{source.target}'", formulas))
     target, composed, spaced, invisible = _composed(target)
     if composed:
         notes.append(f"target column '{source.target}': {composed} cell(s) written with decomposed characters read "
@@ -2627,7 +2642,7 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
                         f"({_spelled(same['number'], target)}), which would make them different classes; "
                         f"write each class one way in the file")
     for kind_of, what in (("case", "case"), ("spacing", "spacing"),
-                          ("mark", "a spreadsheet's text mark (a leading ' or =\"...\")")):
+                          ("mark", "a spreadsheet's text mark (a leading ')")):
         if same[kind_of]:
             notes.append(f"WARNING target column '{source.target}': classes that differ only in {what} "
                          f"({_spelled(same[kind_of], target)}) are different classes")
