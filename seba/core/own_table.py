@@ -1331,17 +1331,19 @@ _DEGREES = (r"(?P<lead>[NSEWnsew])?[ ]*(?P<sign>[+-])?(?P<deg>\d{1,3}(?:[.,]\d+)
 # provisional, r revised, s Eurostat estimate, u low reliability, z not applicable), beside plain numbers
 _FLAGGED = r"(?P<number>[+-]?[\d.,]*\d[\d.,]*)[ ]+(?P<flag>(?!nd$|rd$)[bcdefnprsuz]{1,3})"  # '3 rd': an ordinal
 # the notations read on the way to a number that a notice counts alike: the schema field, how the
-# cells were written and what they were read as
-_NOTATIONS = {"text marked": ("text_marked", "as text for a spreadsheet (with a leading ')", "the number"),
-              "footnoted": ("footnoted", "with a footnote mark ('*', '†', ...)", "the number without it"),
+# cells were written, what they were read as and what the notice adds (``{column}``, ``{key}``)
+_NOTATIONS = {"text marked": ("text_marked", "as text for a spreadsheet (with a leading ')", "the number",
+                              ": list '{column}' in '{key}.categorical' to keep them as text (codes)"),
+              "footnoted": ("footnoted", "with a footnote mark ('*', '†', ...)", "the number without it", ""),
               "flags": ("flagged", "with a statistical flag after them ('p' provisional, 'e' estimated, as "
-                                   "Eurostat writes them)", "the number"),
-              "approximate": ("approximate", "as approximate", "the number"),
+                                   "Eurostat writes them)", "the number", ""),
+              "approximate": ("approximate", "as approximate", "the number", ""),
               "degrees": ("degrees", "in degrees (with minutes and seconds or not)",
-                          "decimal degrees, south and west negative"),
-              "powers of ten": ("powers_of_ten", "with a power of ten", "their value"),
-              "ordinals": ("ordinals", "as ordinals", "their number"),
-              "fractions": ("fractions", "as fractions", "their value")}
+                          "decimal degrees, south and west negative", ""),
+              "powers of ten": ("powers_of_ten", "with a power of ten", "their value", ""),
+              "ordinals": ("ordinals", "as ordinals", "their number",
+                           ", which keeps their order: list '{column}' in '{key}.categorical' to keep them as levels"),
+              "fractions": ("fractions", "as fractions", "their value", "")}
 _PLAIN = r"[+-]?\d[\d,.]*"  # a number as the hints below look for one ('1,234.5', '-0.3')
 # fractions of one character ('½', '9¾'), read as the fraction they stand for
 _VULGAR_PARTS = {chr(c): "/".join(str(k) for k in Fraction(unicodedata.numeric(chr(c))).limit_denominator(10)
@@ -1363,6 +1365,11 @@ _OPEN_RANGE = r"[$€£]?\d+(?:\.\d+)?[ ]*[+-]|(?:<=|>=|[<>≤≥])[ ]*[$€£]?
 # a range written as an interval around a name ('100<=X<500', '0 <= x < 200', as credit-g writes them)
 _INTERVAL = (r"(?P<low2>[+-]?\d+(?:\.\d+)?)[ ]*(?:<=?|\u2264)[ ]*[A-Za-z]\w*[ ]*(?:<=?|\u2264)[ ]*"
              r"(?P<high2>[+-]?\d+(?:\.\d+)?)")
+
+
+def _written(values: pd.Series, decimal: str) -> pd.Series:
+    """Numbers (float64) as text the number rules read, in the column's decimal mark."""
+    return pd.Series([repr(float(v)).replace(".", decimal) for v in values], index=values.index, dtype="string")
 
 
 def _without_text_mark(text: pd.Series) -> pd.Series:
@@ -1422,16 +1429,15 @@ def _other_notations(text: pd.Series, decimal: str,
     angle = read.str.extract(rf"^{_DEGREES}$")
     has = angle["deg"].notna() & ~(angle["lead"].notna() & angle["trail"].notna())
     has &= ~(angle["sign"].notna() & (angle["lead"].fillna(angle["trail"]).notna()))  # '-45°S': which?
-    angle[["deg", "min", "sec"]] = angle[["deg", "min", "sec"]].apply(lambda part: part.str.replace(",", "."))
-    minutes, seconds = angle["min"].astype(float).fillna(0.0), angle["sec"].astype(float).fillna(0.0)
-    has &= (minutes < 60) & (seconds < 60)
+    if has.any():
+        angle[["deg", "min", "sec"]] = angle[["deg", "min", "sec"]].apply(lambda part: part.str.replace(",", "."))
+        minutes, seconds = angle["min"].astype(float).fillna(0.0), angle["sec"].astype(float).fillna(0.0)
+        has &= (minutes < 60) & (seconds < 60)
     if has.any():
         side = angle["lead"].fillna(angle["trail"]).fillna("").str.upper()
         sign = np.where(side.isin(["S", "W"]) | angle["sign"].eq("-").fillna(False), -1.0, 1.0)
         value = sign * (angle["deg"].astype(float) + minutes / 60 + seconds / 3600)
-        written = pd.Series([repr(float(v)).replace(".", decimal) for v in value[has]], index=value[has].index,
-                            dtype="string")
-        rewritten = rewritten.mask(has, written.reindex(distinct.index))
+        rewritten = rewritten.mask(has, _written(value[has], decimal).reindex(distinct.index))
         masks["degrees"] = has
     ordinal = read.str.extract(rf"^{_ORDINAL}$")["number"]
     if ordinal.notna().any():
@@ -1458,9 +1464,7 @@ def _other_notations(text: pd.Series, decimal: str,
         if ((top <= bottom) | whole.notna()).all() and (bottom > 0).all():
             sign = np.where(whole.fillna(parts["sign"][has].fillna("")).str.startswith("-"), -1.0, 1.0)
             value = whole.fillna("0").astype(float) + sign * top / bottom
-            written = pd.Series([repr(float(v)).replace(".", decimal) for v in value], index=value.index,
-                                dtype="string")
-            rewritten = rewritten.mask(has, written.reindex(distinct.index))
+            rewritten = rewritten.mask(has, _written(value, decimal).reindex(distinct.index))
             masks["fractions"] = has
     if not masks:
         return None, {}
@@ -1506,9 +1510,10 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
         return lead + (f"no cell tells the order (no day above 12): set date_order: dmy (31/01/2020) or mdy "
                        f"(01/31/2020) in '{key}' to read them as numbers (days)")
     years = written.str.extract(r"^(?:FY[ ]?)?(?P<first>(?:19|20)\d\d)[/-](?P<second>\d{2}|(?:19|20)\d\d)$")
-    spans = years["first"].notna() & ((years["second"].str[-2:].astype(float)
-                                       - years["first"].str[-2:].astype(float)) % 100 == 1)
-    if int(counts[spans.to_numpy(dtype=bool)].sum()) >= needed:  # '2020/21', '2019-2020', 'FY2020/21'
+    spans = years["first"].notna()
+    if spans.any():  # one year after the other: '2020/21', '2019-2020', 'FY2020/21'
+        spans &= (years["second"].str[-2:].astype(float) - years["first"].str[-2:].astype(float)) % 100 == 1
+    if int(counts[spans.to_numpy(dtype=bool)].sum()) >= needed:
         example = written[spans].iloc[0]
         return (f"column '{column}' holds fiscal or school years (e.g. '{example}'), read as categorical text: write "
                 f"each as one year in the file (its first or its last) to read them as numbers, in their order")
@@ -2037,16 +2042,12 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                             f"column '{column}': {count} number(s) written with the minus after them, as some "
                             f"accounting exports write negatives (e.g. '{text[first]}'), read as negative "
                             f"({values[first]:g})")
-                    else:  # approximate, powers of ten, ordinals, fractions: a count and one example
-                        field, written, read_as = _NOTATIONS[notation]
+                    else:  # the notations of _NOTATIONS: a count and one example
+                        field, written, read_as, keep = _NOTATIONS[notation]
                         record[field] = count
                         record["notices"].append(
                             f"column '{column}': {count} number(s) written {written} (e.g. '{text[first]}'), "
-                            f"read as {read_as} ({values[first]:g})"
-                            + (f", which keeps their order: list '{column}' in '{key}.categorical' to keep them "
-                               f"as levels" if notation == "ordinals" else "")
-                            + (f": list '{column}' in '{key}.categorical' to keep them as text (codes)"
-                               if notation == "text marked" else ""))
+                            f"read as {read_as} ({values[first]:g})" + keep.format(column=column, key=key))
                 if "text marked" in notations and not unit:  # "'00123" is a number with leading zeros
                     numbers = numbers.mask(notations["text marked"].fillna(False).astype(bool), cells)
                 if "fractions" in notations:  # their values, written '0.125', are not digit groups
@@ -2150,7 +2151,8 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
     record["missing"] = int(missing.sum())
     if kind == "numeric":
         present = values.to_numpy(dtype="float64")[~missing]
-        if present.min() == present.max() and not (forced and missing.any()):  # a constant, or present / missing
+        one = present.min() == present.max()
+        if one and not (forced and missing.any()):  # a constant, or present / missing
             if not missing.any():
                 record["constant"] = f"{present[0]:g}"
                 return record, values
@@ -2163,7 +2165,7 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
                 f"that value and the column a constant")
             values = pd.Series(np.where(missing, None, level), index=values.index, dtype=object)
         else:
-            if present.min() == present.max():  # forced: kept a number, as the user asked, but said
+            if one:  # forced, with missing cells: kept a number, as the user asked, but said
                 record["warnings"].append(
                     f"column '{column}' is listed in '{key}.numeric' but holds one number ({present[0]:g}) and "
                     f"{int(missing.sum())} missing cell(s): as a number, its missing cells become that value and "
@@ -2469,6 +2471,8 @@ def _missing_values_marked(frame: pd.DataFrame, source) -> tuple[pd.DataFrame, d
     if not source.missing_values:
         return frame, {}, []
     per_column = source.missing_values if isinstance(source.missing_values, dict) else None
+    split = {column: _words_and_numbers(listed) for column, listed in per_column.items()} if per_column else {}
+    every = _words_and_numbers(source.missing_values) if per_column is None else None
     frame, marked, unused, all_found = frame.copy(), {}, [], set()
     for column in frame.columns:
         series = frame[column]
@@ -2477,9 +2481,7 @@ def _missing_values_marked(frame: pd.DataFrame, source) -> tuple[pd.DataFrame, d
         listed = per_column.get(column, ()) if per_column is not None else source.missing_values
         if not listed:
             continue
-        words = {v for v in listed if isinstance(v, str)}
-        numbers = [v for v in listed if not isinstance(v, str)]
-        numbers += [float(v) for v in words if _PLAIN_NUMBER.fullmatch(v) and float(v) not in numbers]
+        words, numbers = split[column] if per_column is not None else every
         found = set()
         if pd.api.types.is_numeric_dtype(series):
             as_number = series.where(series.isin(numbers)) if numbers else pd.Series(np.nan, index=series.index)
@@ -2515,6 +2517,13 @@ def _missing_values_marked(frame: pd.DataFrame, source) -> tuple[pd.DataFrame, d
     if per_column is None:
         unused = [_shown(v) for v in _not_found(source.missing_values, all_found)]
     return frame, marked, unused
+
+
+def _words_and_numbers(listed) -> tuple[set[str], list[float]]:
+    """A ``missing_values`` list's texts, and its numbers with the texts written as plain numbers."""
+    words = {v for v in listed if isinstance(v, str)}
+    numbers = [v for v in listed if not isinstance(v, str)]
+    return words, numbers + [float(v) for v in words if _PLAIN_NUMBER.fullmatch(v) and float(v) not in numbers]
 
 
 def _not_found(listed, found: set) -> list:
@@ -2576,19 +2585,14 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
     header_note = None
     if local_format(path) in ("csv", "tsv", "excel"):
         frame, header_note = _without_second_header(frame, source, local_format(path) == "excel")
-    for option in ("categorical", "numeric"):
-        absent = [c for c in getattr(source, option) if c not in frame.columns]
+    per_column = list(source.missing_values) if isinstance(source.missing_values, dict) else []
+    for option, names in (("categorical", source.categorical), ("numeric", source.numeric),
+                          ("missing_values", per_column)):
+        absent = [c for c in names if c not in frame.columns]
         if absent:
             raise DataError(f"{where}: '{option}' names column(s) not in the file: {absent}")
-        if source.target in getattr(source, option):
+        if source.target in names:
             raise DataError(f"{where}: the target '{source.target}' is listed in '{option}'")
-    if isinstance(source.missing_values, dict):  # per column: each named column is the file's, not the target
-        absent = [c for c in source.missing_values if c not in frame.columns]
-        if absent:
-            raise DataError(f"{where}: 'missing_values' names column(s) not in the file: {absent}")
-        if source.target in source.missing_values:
-            raise DataError(f"{where}: the target '{source.target}' is listed in 'missing_values' (it applies "
-                            f"to feature columns; rows without a target are dropped)")
     notes = [header_note] if header_note else []
     frame, marked_by_source, unused = _missing_values_marked(frame, source)
     if unused:  # a typo ('unknwon'), or a value written otherwise in the file ('N/A' for 'NA')
@@ -2750,8 +2754,8 @@ def _with_missing_indicators(frame: pd.DataFrame, records: list[dict]) -> tuple[
         column = record.get("renamed", record["column"])
         if record["kind"] != "numeric" or column not in frame.columns or not frame[column].isna().any():
             continue
-        indicator = next(n for n in (f"{column} (missing)", *(f"{column} (missing {i})" for i in range(2, 100)))
-                         if n not in taken)
+        indicator = next(n for n in (f"{column} (missing)", *(f"{column} (missing {i})"
+                                                              for i in range(2, len(taken) + 2))) if n not in taken)
         taken.add(indicator)
         added[column] = indicator
         out_records.append({**_column_record(indicator, None, "missing indicator"), "kind": "numeric",
@@ -2767,4 +2771,4 @@ def _with_missing_indicators(frame: pd.DataFrame, records: list[dict]) -> tuple[
 
 # what a local column's record says of how it was read, carried into the schema report
 REPORTED = ("read_as", "forced", "unit", "negatives", "time_as", "leading_zeros", "merged_integers", "bounds", "constant",
-            "indicator_of", *(field for field, _, _ in _NOTATIONS.values()))
+            "indicator_of", *(field for field, *_ in _NOTATIONS.values()))
