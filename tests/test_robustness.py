@@ -1323,7 +1323,7 @@ RESHAPING_CASES = [
       "'sources.mine'"],
      ("x4", {"kind": "categorical", "read_as": "text"})),
     ("numbers with a unit that is not read", written(lambda v: f"{v:.3f} kg", ("x4",)),
-     ["column 'x4' holds numbers followed by 'kg' (e.g. '", "if 'kg' is a unit, remove it in the file"],
+     ["column 'x4' holds numbers followed by 'kg' (e.g. '", "if 'kg' is a unit, list 'x4' in 'sources.mine.numeric' to read them as the numbers without it"],
      ("x4", {"kind": "categorical"})),
     ("levels spelled two ways", written(lambda v: "Yes" if v > 0.5 else "yes" if v > 0 else "no", ("x4",)),
      ["column 'x4': levels that are the same word in other cases ('Yes' x", "stay different levels"],
@@ -2907,7 +2907,7 @@ def test_months_quarters_durations_with_units_and_approximate_numbers_are_number
         "column 'year': 30 number(s) written as approximate (e.g. '~5'), read as the number (5)")
     assert records["price"]["kind"] == "categorical" and records["price"]["notices"] == [
         "column 'price' holds numbers preceded by 'USD' (e.g. 'USD 0'), read as categorical text: if 'USD' is a "
-        "unit, remove it in the file to read them as numbers"]
+        "unit, list 'price' in 'sources.spans.numeric' to read them as the numbers without it"]
 
 
 def test_every_count_of_a_columns_notation_reaches_the_schema_report(repo):
@@ -3181,8 +3181,70 @@ def test_numbers_written_with_several_units_get_a_notice_to_write_one(repo):
         "remove it in the file to read them as numbers"]
     assert records["mass"]["notices"] == [
         "column 'mass' holds numbers followed by 'kg' (e.g. '1.00 kg'), read as categorical text: if 'kg' is a "
-        "unit, remove it in the file to read them as numbers"]
+        "unit, list 'mass' in 'sources.units.numeric' to read them as the numbers without it"]
     assert records["notes"]["kind"] == "categorical" and not records["notes"]["notices"]
+
+
+def test_a_column_named_in_numeric_reads_numbers_written_with_one_word_as_the_numbers(repo):
+    """A column of numbers written with a unit of letters ('71.3 kg', 'USD 775') is categorical
+    text, with a notice naming the unit; listing it in 'numeric', as a user would, made every cell
+    missing and dropped the column. Such a column's numbers are now read without the word, with a
+    notice and the unit in its record (cells without it are numbers too), and the hint names
+    'numeric'. Not taken off: several words ('1374 g' beside '0.7 kg': not one scale; the warning
+    names them), or a magnitude suffix beside plain numbers ('1.2k' beside '800')."""
+    rows = 120
+    weight = [50 + (i * 37) % 400 / 10 for i in range(rows)]
+    frame = pd.DataFrame({
+        "weight": [f"{v:.1f} kg" if i % 4 else f"{v:.1f}" for i, v in enumerate(weight)],
+        "price": [f"USD {100 + 7 * i}" for i in range(rows)],
+        "delay": [f"{10 + i}ms" for i in range(rows)],
+        "mass": [f"{1 + i / 40:.1f} kg" if i % 2 else f"{1000 + 17 * i} g" for i in range(rows)],
+        "count": [f"{1 + i / 10:.1f}k" if i % 2 else f"{800 + i}" for i in range(rows)],
+        "x": [i / 7 for i in range(rows)],
+        "label": ["ab"[i % 2] for i in range(rows)]})
+    read, records = _read_own(repo, "worded", frame, numeric=["weight", "price", "delay", "mass", "count"])
+    np.testing.assert_allclose(read["weight"].to_numpy(), [round(v, 1) for v in weight])
+    assert records["weight"]["unit"] == "kg" and records["weight"]["notices"] == [
+        "column 'weight': numbers written with 'kg' (e.g. '53.7 kg'), read as the numbers without it (53.7)"]
+    assert not records["weight"]["warnings"]
+    np.testing.assert_array_equal(read["price"].to_numpy(), [100 + 7 * i for i in range(rows)])
+    assert records["price"]["unit"] == "USD"
+    np.testing.assert_array_equal(read["delay"].to_numpy(), [10 + i for i in range(rows)])
+    assert records["delay"]["unit"] == "ms"
+    assert "mass" not in read.columns and "unit" not in records["mass"]
+    assert records["mass"]["warnings"][0].endswith(
+        "; its numbers are written with 2 different words ('g', 'kg'): if they are units of one quantity, convert "
+        "every cell to one unit in the file")
+    assert "unit" not in records["count"] and read["count"].isna().sum() == rows // 2
+    _, hinted = _read_own(repo, "worded", frame.drop(columns=["mass", "count"]))
+    assert hinted["weight"]["kind"] == "categorical" and hinted["weight"]["notices"] == [
+        "column 'weight' holds numbers followed by 'kg' (e.g. '53.7 kg'), read as categorical text: if 'kg' is a "
+        "unit, list 'weight' in 'sources.worded.numeric' to read them as the numbers without it"]
+
+
+def test_missing_values_find_cells_written_as_excels_text_formula(repo):
+    """A cell written as Excel's text formula ('="unknown"', '="-999"') is read as the text it gives,
+    but 'missing_values' was matched before that: the listed value marked nothing, a warning said no
+    cell held it, and the column stayed categorical (or kept -999 as a number). The listed values
+    now find such cells."""
+    rows = 120
+    frame = pd.DataFrame({
+        "code": ['="unknown"' if i % 6 == 0 else f'="{i % 9}"' for i in range(rows)],
+        "level": ['="-999"' if i % 5 == 0 else f'="{i % 7}"' for i in range(rows)],
+        "x": [i / 7 for i in range(rows)],
+        "label": ["ab"[i % 2] for i in range(rows)]})
+    from seba.core.config import SourceConfig
+    from seba.core.own_table import load_local_table
+
+    frame.to_csv(repo / "data" / "local" / "formulas_missing.csv", index=False)
+    read, info = load_local_table("formulas_missing", SourceConfig(
+        path="data/local/formulas_missing.csv", target="label", missing_values=["unknown", -999]), repo)
+    records = {r["column"]: r for r in info["columns"]}
+    assert not any("which no feature cell holds" in note for note in info["notes"])
+    assert records["code"]["kind"] == records["level"]["kind"] == "numeric"
+    assert read["code"].isna().sum() == rows // 6 and read["level"].isna().sum() == rows // 5
+    assert records["code"]["converted"] == {"unknown": rows // 6} and records["level"]["converted"] == {
+        "-999": rows // 5}
 
 
 def test_typeset_fractions_and_minuses_are_numbers_and_pairs_get_a_hint(repo):

@@ -1050,19 +1050,24 @@ def _as_text(series: pd.Series) -> tuple[pd.Series, dict[str, int], int]:
     """Stripped strings ("string" dtype) with missing cells as NA, the missing-value tokens found
     (token -> cells) and how many cells were Excel's text formula ('="00123"', '="A"', as exports
     that keep leading zeros write cells), read as the text it gives ('00123', 'A')."""
-    text = series.astype("string").str.strip()
-    formulas = 0
-    if text.str.startswith('="').any():  # one pass; most columns have none
-        inner = text.str.extract(r'^="(?P<text>(?:[^"]|"")*)"$')["text"]
-        found = inner.notna()
-        if found.any():
-            formulas = int(found.sum())
-            text = text.mask(found, inner.str.replace('""', '"', regex=False).str.strip())
+    text, formulas = _unformula(series.astype("string").str.strip())
     marked = text.isin(MISSING_TOKENS).fillna(False).astype(bool)
     if not marked.any():  # most columns: nothing to count or mask
         return text, {}, formulas
     tokens = {str(k): int(v) for k, v in text[marked & (text != "")].value_counts().items()}
     return text.mask(marked), tokens, formulas
+
+
+def _unformula(text: pd.Series) -> tuple[pd.Series, int]:
+    """``text`` (stripped strings) with each cell written as Excel's text formula ('="00123"', '="A"')
+    as the text it gives, and how many cells were."""
+    if not text.str.startswith('="').any():  # one pass; most columns have none
+        return text, 0
+    inner = text.str.extract(r'^="(?P<text>(?:[^"]|"")*)"$')["text"]
+    found = inner.notna()
+    if not found.any():
+        return text, 0
+    return text.mask(found, inner.str.replace('""', '"', regex=False).str.strip()), int(found.sum())
 
 
 def _composed(text: pd.Series) -> tuple[pd.Series, int, int, int]:
@@ -1147,6 +1152,32 @@ def _without_units(text: pd.Series, units: list[str]) -> pd.Series:
     bare = text.str.replace(rf"{space}(?:{after})$", "", regex=True)
     before = "|".join(re.escape(u) for u in units if u != "%")
     return bare.str.replace(rf"^([+-]?){space}(?:{before}){space}", r"\1", regex=True) if before else bare
+
+
+def _without_word(text: pd.Series, cells: _Cells | None = None) -> tuple[pd.Series, str | None, list[str]]:
+    """For a column named in ``numeric``: ``text`` without the one word its numbers are written with,
+    after them ('71.3 kg', '120ms') or before them ('USD 1,200'), that word, and []; (``text``,
+    None, the words) when no cell has one, or the cells have several ('1374 g' beside '2.2 kg': not
+    one scale), or the word is a magnitude suffix beside plain numbers ('1.2k' beside '800': two
+    scales, which the text hint names) (``cells``: its distinct cells, when the caller has them)."""
+    written = cells.distinct if cells is not None else _distinct(text.dropna())[0]
+    found = {}
+    for placed, pattern in (("after", _NUMBER_AND_WORD), ("before", _WORD_AND_NUMBER)):
+        words = written.str.extract(rf"^{pattern}$")["word"].dropna().unique()
+        if len(words):
+            found[placed] = list(words)
+    if len(found) != 1 or len(words := next(iter(found.values()))) != 1:
+        return text, None, [w for placed in found.values() for w in placed]
+    placed, word = next(iter(found)), words[0]
+    if word in _MAGNITUDES and written.str.fullmatch(_PLAIN).fillna(False).any():  # '1.2k' beside '800'
+        return text, None, []
+    space = f"[{_SPACES}]*"
+    if placed == "after":
+        return text.str.replace(rf"{space}{re.escape(word)}$", "", regex=True), word, []
+    return text.str.replace(rf"^{re.escape(word)}{space}", "", regex=True), word, []
+
+
+_MAGNITUDES = ("k", "K", "M", "B", "bn", "mn")  # '1.2k', '2.5M': thousands, millions
 
 
 def _several_units(column: str, written: pd.Series, source) -> str | None:
@@ -1535,7 +1566,7 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
         example = written[written.str.contains("±|\\+/?-", regex=True)].iloc[0]
         return (f"column '{column}' holds a number and its uncertainty per cell (e.g. '{example}'), read as "
                 f"categorical text: write the value and its uncertainty as two columns in the file")
-    magnitude = written.str.extract(rf"^{_PLAIN}[ ]?(?P<suffix>[kKMB]|bn|mn)$")["suffix"]
+    magnitude = written.str.extract(rf"^{_PLAIN}[ ]?(?P<suffix>{'|'.join(_MAGNITUDES)})$")["suffix"]
     if magnitude.notna().any() and (magnitude.nunique() > 1 or magnitude.isna().any()) and _mostly(
             written, rf"{_PLAIN}(?:[ ]?(?:[kKMB]|bn|mn))?", counts):  # '1.2k' beside '2.5M' or '800'
         example = written[magnitude.notna()].iloc[0]
@@ -1547,13 +1578,16 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
         return (f"column '{column}' holds two numbers per cell written with ' and \" (e.g. '{example}'), feet and "
                 f"inches or minutes and seconds, read as categorical text: write each as one number in the file "
                 f"(inches, seconds) to read them as numbers")
+    # plain numbers beside them ('70' beside '71.3 kg') count with a word, which 'numeric' reads alike
+    plain = int(counts[written.str.fullmatch(_PLAIN).fillna(False).to_numpy(dtype=bool)].sum())
     for pattern, placed in ((_NUMBER_AND_WORD, "followed by"), (_WORD_AND_NUMBER, "preceded by")):  # 'USD 1,200'
         words = written.str.extract(rf"^{pattern}$")["word"]
         common = pd.Series(counts, index=written.index).groupby(words).sum().sort_values(ascending=False)
-        if len(common) and common.iloc[0] >= needed:
+        if len(common) and common.iloc[0] + plain >= needed and common.iloc[0] > plain:
             word = common.index[0]
             return (f"column '{column}' holds numbers {placed} '{word}' (e.g. '{written[words == word].iloc[0]}'), "
-                    f"read as categorical text: if '{word}' is a unit, remove it in the file to read them as numbers")
+                    f"read as categorical text: if '{word}' is a unit, list '{column}' in '{key}.numeric' to read "
+                    f"them as the numbers without it")
         # a few words, each too rare alone ('1374 g' beside '2.2 kg'): units of one quantity, most likely
         if 1 < len(common) <= _FEW_UNITS and common.sum() >= needed:
             shown = ", ".join(f"'{w}' (e.g. '{written[words == w].iloc[0]}')" for w in common.index[:3])
@@ -1984,6 +2018,12 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                     bare_share = float(bare_values[present].notna().mean())
                     if bare_share > share:
                         values, share = bare_values, bare_share
+            unit_words: list[str] = []  # the words a column named in `numeric` writes its numbers with
+            if forced == "numeric" and not timed and not unit and share < NUMERIC_SHARE and present.any():
+                bare, unit, unit_words = _without_word(cells, distinct if cells is text else None)  # '71.3 kg'
+                if unit:
+                    numbers, values = bare, parse_numbers(bare, source.thousands, source.decimal)
+                    share = float(values[present].notna().mean())
             if kind is None:
                 kind = "numeric" if present.any() and share >= NUMERIC_SHARE else "categorical"
             if kind == "numeric":
@@ -2073,7 +2113,10 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                         f"other cell(s) read as missing ({_quote(counts)}): a day or time that does not exist, or "
                         f"not one" if timed else
                         f"column '{column}' is numeric ({100 * share:.1f}% of its cells are numbers): "
-                        f"{len(words)} non-numeric cell(s) read as missing ({_quote(counts)})")
+                        f"{len(words)} non-numeric cell(s) read as missing ({_quote(counts)})"
+                        + (f"; its numbers are written with {len(unit_words)} different words ("
+                           f"{', '.join(repr(w) for w in unit_words)}): if they are units of one quantity, "
+                           f"convert every cell to one unit in the file" if 1 < len(unit_words) <= _FEW_UNITS else ""))
             else:
                 record["number_share"] = round(share, 4)
                 foreign = None
@@ -2488,7 +2531,7 @@ def _missing_values_marked(frame: pd.DataFrame, source) -> tuple[pd.DataFrame, d
             hit = as_number.notna()
             written = series
         else:
-            written = series.astype("string").str.strip()
+            written = _unformula(series.astype("string").str.strip())[0]  # '="-999"' is '-999'
             hit = written.isin(words).fillna(False)
             found.update(written[hit].unique())
             as_number = parse_numbers(written, source.thousands, source.decimal) if numbers else None
