@@ -2026,6 +2026,9 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                     share = float(values[present].notna().mean())
             if kind is None:
                 kind = "numeric" if present.any() and share >= NUMERIC_SHARE else "categorical"
+            elif not timed and share < NUMERIC_SHARE and present.any():  # named in `numeric`: '6,911.7'
+                _refuse_foreign_numbers(column, numbers, source, key, where, unit,
+                                        distinct if numbers is text else None, forced=True)  # its warning: not
             if kind == "numeric":
                 if counted:
                     _note_time(record, what, text, values, counted)
@@ -2322,11 +2325,13 @@ def _grouped_like(text: pd.Series, mark: str) -> str | None:
 
 
 def _refuse_foreign_numbers(column: str, text: pd.Series, source, key: str, where: str,
-                            unit: str | None = None, cells: _Cells | None = None) -> str | None:
+                            unit: str | None = None, cells: _Cells | None = None,
+                            forced: bool = False) -> str | None:
     """A text column that is numbers written with a thousands separator or a decimal comma (which
     the source's settings do not read) is an error naming the setting that reads it (``text``: its
     cells without the ``unit`` they are written with, if any; ``cells``: its distinct cells, when the
-    caller has them). A column that such a setting would make mostly (not all) numbers, beside
+    caller has them; ``forced``: the column is named in ``numeric``, whose cells the settings would
+    make missing). A column that such a setting would make mostly (not all) numbers, beside
     words ('7,464.85' beside 'unknown'), gets a warning instead, returned: it names the setting and
     the other values."""
     written = text.dropna()
@@ -2351,9 +2356,11 @@ def _refuse_foreign_numbers(column: str, text: pd.Series, source, key: str, wher
     note = (f" (every '{ambiguous[0]}' in it is followed by three digits: a thousands separator, most likely; as a "
             f"decimal mark, '{example}' would read as a number a thousand times smaller)" if ambiguous else "")
     example = f"'{example}'" + (f" (with '{unit}', which is read)" if unit else "")
+    other = (f" (named in '{key}.numeric', the column would have them missing)" if forced else
+             f", or list '{column}' in '{key}.categorical' to keep them as text")
     raise DataError(f"{where}: column '{column}' holds numbers written like {example}, which are not numbers "
                     f"with {current} and decimal mark '{source.decimal}'; set {options} in '{key}' to read "
-                    f"them as numbers{note}, or list '{column}' in '{key}.categorical' to keep them as text")
+                    f"them as numbers{note}{other}")
 
 
 def _settings(thousands: str | None, decimal: str, source) -> str:
