@@ -3199,7 +3199,8 @@ def test_a_column_named_in_numeric_reads_numbers_written_with_one_word_as_the_nu
     missing and dropped the column. Such a column's numbers are now read without the word, with a
     notice and the unit in its record (cells without it are numbers too), and the hint names
     'numeric'. Not taken off: several words ('1374 g' beside '0.7 kg': not one scale; the warning
-    names them), or a magnitude suffix beside plain numbers ('1.2k' beside '800')."""
+    names them), or a magnitude suffix beside plain numbers ('1.2k' beside '800'). A column named
+    in 'numeric' with no number at all is an error that says what its cells hold (it was dropped)."""
     rows = 120
     weight = [50 + (i * 37) % 400 / 10 for i in range(rows)]
     frame = pd.DataFrame({
@@ -3210,6 +3211,12 @@ def test_a_column_named_in_numeric_reads_numbers_written_with_one_word_as_the_nu
         "count": [f"{1 + i / 10:.1f}k" if i % 2 else f"{800 + i}" for i in range(rows)],
         "x": [i / 7 for i in range(rows)],
         "label": ["ab"[i % 2] for i in range(rows)]})
+    with pytest.raises(DataError, match=r"column 'mass' is listed in 'sources.worded.numeric', but none of its cells "
+                                        r"is a number \('1.1 kg' x2, .*\), so it would be dropped: unlisted, column "
+                                        r"'mass' holds numbers followed by 2 different words \('g' \(e.g. '1000 g'\), "
+                                        r"'kg' \(e.g. '1.0 kg'\)\)"):
+        _read_own(repo, "worded", frame, numeric=["mass"])
+    frame["mass"] = [f"{1 + i / 40:.1f} kg" if i % 2 else f"{1000 + 17 * i} g" if i % 3 else "700" for i in range(rows)]
     read, records = _read_own(repo, "worded", frame, numeric=["weight", "price", "delay", "mass", "count"])
     np.testing.assert_allclose(read["weight"].to_numpy(), [round(v, 1) for v in weight])
     assert records["weight"]["unit"] == "kg" and records["weight"]["notices"] == [
@@ -3219,9 +3226,9 @@ def test_a_column_named_in_numeric_reads_numbers_written_with_one_word_as_the_nu
     assert records["price"]["unit"] == "USD"
     np.testing.assert_array_equal(read["delay"].to_numpy(), [10 + i for i in range(rows)])
     assert records["delay"]["unit"] == "ms"
-    assert "mass" not in read.columns and "unit" not in records["mass"]
+    assert read["mass"].notna().sum() == rows // 6 and "unit" not in records["mass"]
     assert records["mass"]["warnings"][0].endswith(
-        "; its numbers are written with 2 different words ('g', 'kg'): if they are units of one quantity, convert "
+        "; its numbers are written with 2 different words ('kg', 'g'): if they are units of one quantity, convert "
         "every cell to one unit in the file")
     assert "unit" not in records["count"] and read["count"].isna().sum() == rows // 2
     _, hinted = _read_own(repo, "worded", frame.drop(columns=["mass", "count"]))

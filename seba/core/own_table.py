@@ -2029,6 +2029,14 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             elif not timed and share < NUMERIC_SHARE and present.any():  # named in `numeric`: '6,911.7'
                 _refuse_foreign_numbers(column, numbers, source, key, where, unit,
                                         distinct if numbers is text else None, forced=True)  # its warning: not
+            if kind == "numeric" and forced and not timed and present.any() and not values[present].notna().any():
+                hint = _text_hint(column, distinct if distinct is not None else _Cells.of(text), key,
+                                  source.date_order)  # what the cells are, and how to write them
+                raise DataError(
+                    f"{where}: column '{column}' is listed in '{key}.numeric', but none of its cells is a number "
+                    f"({_quote(text[present].value_counts().to_dict())}), so it would be dropped: "
+                    + (f"unlisted, {hint}" if hint else f"take it out of '{key}.numeric' to read it as categorical "
+                                                        f"text, or write its cells as numbers in the file"))
             if kind == "numeric":
                 if counted:
                     _note_time(record, what, text, values, counted)
