@@ -2739,9 +2739,10 @@ def test_a_no_break_space_between_words_is_a_space_and_other_spacing_is_reported
     assert read["city"].nunique() == 3 and read["class"].nunique() == 3
     records = {r["column"]: r for r in info["columns"]}
     assert "column 'city': levels that are the same words with other spacing ('New  York' x10 / 'New York' x10) " \
-           "stay different levels" in records["city"]["notices"]
+           "stay different levels: list 'spacing' in 'sources.runs.merge_spellings' to read them as one" in \
+        records["city"]["notices"]
     assert "WARNING target column 'label': classes that differ only in spacing ('high  risk' x10 / 'high risk' x10) " \
-           "are different classes" in info["notes"]
+           "are different classes: list 'spacing' in 'sources.runs.merge_spellings' to read them as one" in info["notes"]
 
 
 def test_numbers_written_in_the_digits_of_other_scripts_are_numbers(repo, capsys):
@@ -3013,10 +3014,11 @@ def test_a_class_or_level_written_with_and_without_a_spreadsheets_text_mark_is_n
     read, records = _read_own(repo, "marks", frame.assign(label=["'a", "a", "b"] * (rows // 3)))
     assert sorted(read["class"].unique()) == ["'a", "a", "b"]
     assert ("WARNING target column 'label': classes that differ only in a spreadsheet's text mark (a leading ') "
-            "(''a' x20 / 'a' x20) are different classes") in capsys.readouterr().err
+            "(''a' x20 / 'a' x20) are different classes: list 'mark' in 'sources.marks.merge_spellings' to read them "
+            "as one") in capsys.readouterr().err
     assert records["mark"]["notices"] == [
         "column 'mark': levels that are the same words, marked as text for a spreadsheet or not (''A' x20 / 'A' x20) "
-        "stay different levels"]
+        "stay different levels: list 'mark' in 'sources.marks.merge_spellings' to read them as one"]
 
 
 def test_numbers_with_a_footnote_mark_are_numbers_counted_per_column(repo):
@@ -3122,6 +3124,63 @@ def test_missing_indicators_add_a_column_beside_each_numeric_column_with_missing
     edit_params(repo, lambda p: p["sources"]["diabetes"].update(missing_indicators=True))
     with pytest.raises(ConfigError, match=r"'sources.diabetes.missing_indicators' applies only to local tables"):
         load_params(repo / "params.yaml")
+
+
+def test_merge_spellings_reads_a_level_or_class_written_in_several_ways_as_one(repo, capsys):
+    """Levels that are one value written in several ways ('TRUE' beside 'True', as files joined from
+    Excel's and Python's exports write a boolean; 'New York' beside 'New  york'; "'A" beside 'A';
+    '1' beside '1.0') stay different levels with a notice, and there was no way but editing the
+    file to read them as one. ``sources.<name>.merge_spellings`` lists the ways to merge; each
+    group becomes the spelling most of its cells use, in the features and the target, with a
+    notice and the count in the schema report; the notices and the target's warning or error name
+    the key, and a way not listed keeps its levels apart. A bad value is a named error."""
+    from seba.core.config import load_params
+    from seba.core.data import schema_report
+
+    rows = 120
+    frame = pd.DataFrame({
+        "flag": ["TRUE" if i % 3 else "True" for i in range(rows)],
+        "city": ["New York" if i % 4 else "New  york" if i % 8 else "Boston" for i in range(rows)],
+        "grade": ["'A" if i % 4 == 0 else "A" if i % 2 else "B" for i in range(rows)],
+        "code": ["1" if i % 2 else "1.0" if i % 3 else "2" for i in range(rows)],
+        "x": [i / 7 for i in range(rows)],
+        "label": ["yes" if i % 5 else "Yes" if i % 2 else "no" for i in range(rows)]})
+    read, records = _read_own(repo, "spelled", frame)
+    assert records["flag"]["levels"] == 2 and records["flag"]["notices"] == [
+        "column 'flag': levels that are the same word in other cases ('TRUE' x80 / 'True' x40) stay different "
+        "levels: list 'case' in 'sources.spelled.merge_spellings' to read them as one"]
+    assert ("WARNING target column 'label': classes that differ only in case ('Yes' x12 / 'yes' x96) are different "
+            "classes: list 'case' in 'sources.spelled.merge_spellings' to read them as one") in capsys.readouterr().err
+    read, records = _read_own(repo, "spelled", frame, merge_spellings=["case", "spacing", "mark"],
+                              categorical=["code"])
+    assert set(read["flag"].astype(str)) == {"TRUE"} and records["flag"]["merged_levels"] == 1
+    assert records["flag"]["notices"] == [
+        "column 'flag': 1 other spelling(s) read as the one most cells use (merge_spellings: case, spacing, mark; "
+        "40 cells): 'True' -> 'TRUE'"]
+    assert read["city"].value_counts().to_dict() == {"New York": 105, "Boston": 15}
+    assert read["grade"].value_counts().to_dict() == {"A": 90, "B": 30}
+    assert sorted(read["class"].unique()) == ["no", "yes"] and (read["class"] == "yes").sum() == 108
+    assert ("target column 'label': 1 other spelling(s) read as the one most cells use (merge_spellings: case, "
+            "spacing, mark; 12 cells): 'Yes' -> 'yes'") in capsys.readouterr().err
+    assert set(read["code"].astype(str)) == {"1", "1.0", "2"} and "merged_levels" not in records["code"]
+    assert "list 'number' in 'sources.spelled.merge_spellings'" in records["code"]["notices"][0]
+    read, records = _read_own(repo, "spelled", frame, merge_spellings=["number"], categorical=["code"])
+    assert read["code"].value_counts().to_dict() == {"1": 100, "2": 20} and records["flag"]["levels"] == 2
+    entries = {e["column"]: e for e in schema_report("spelled", read, encode_table(read), {})["columns"]}
+    assert entries["code"]["merged_levels"] == 1
+    with pytest.raises(DataError, match=r"target column 'label' writes a class in several ways \('1' x80 / '1.0' "
+                                        r"x20\), .*, or list 'number' in 'sources.spelled.merge_spellings'"):
+        _read_own(repo, "spelled", frame.assign(label=["1" if i % 3 else "1.0" if i % 2 else "2"
+                                                       for i in range(rows)]))
+    read, _ = _read_own(repo, "spelled", frame.assign(label=["1" if i % 3 else "1.0" if i % 2 else "2"
+                                                             for i in range(rows)]), merge_spellings=["number"])
+    assert read["class"].value_counts().to_dict() == {"1": 100, "2": 20}
+    for bad in ("case", ["Case"], ["case", 1]):
+        edit_params(repo, lambda p: p["sources"].update(
+            mine={"path": "data/local/spelled.csv", "target": "label", "merge_spellings": bad}))
+        with pytest.raises(ConfigError, match=r"'sources.mine.merge_spellings' must be a list of 'case', 'spacing', "
+                                              r"'mark', 'number'"):
+            load_params(repo / "params.yaml")
 
 
 def test_numbers_with_fortrans_exponent_letter_are_numbers_with_a_power_of_ten(repo):

@@ -137,6 +137,16 @@ _date_order = _one_of(DATE_ORDERS, "'dmy' (31/01/2020), 'mdy' (01/31/2020)", nul
 ColumnNames = Annotated[tuple[str, ...], BeforeValidator(_names)]
 
 
+SPELLINGS = ("case", "spacing", "mark", "number")  # the ways one level may be written (own-table.md)
+
+
+def _spellings(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or any(v not in SPELLINGS for v in value):
+        raise fail(f"must be a list of {', '.join(repr(k) for k in SPELLINGS)} (the ways of writing one level "
+                   f"to read as one), got {value!r}")
+    return tuple(dict.fromkeys(value))
+
+
 def _missing_values(value: Any) -> tuple[str | float, ...] | dict[str, tuple[str | float, ...]]:
     """The cell values that mark a missing value in the file: a list for every feature column
     (-999, 9999, 'unknown'), or a mapping from column names to such lists ({glucose: [0]}, for the
@@ -183,6 +193,9 @@ class SourceConfig:
     # a 0/1 column beside each numeric column with missing cells, 1 where a cell is missing (its mean
     # imputation alone keeps no trace of which rows those were); false: the paper's mean imputation alone
     missing_indicators: Bool = False
+    # levels (and classes) written in several ways that are read as one, the spelling most cells use:
+    # 'case' (Yes, yes), 'spacing' (New York, New  York), 'mark' ('A, A), 'number' (1, 1.0, 01); []: kept apart
+    merge_spellings: Annotated[tuple[str, ...], BeforeValidator(_spellings)] = ()
     # this dataset's own values for `pretrain` keys, over the `pretrain` section
     pretrain: dict[str, Any] = field(default_factory=dict)
 

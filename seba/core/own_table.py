@@ -2228,13 +2228,19 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
             _code_notice(column, values, missing, key, record)
             return record, values
     kind = record["kind"]
+    if source.merge_spellings:
+        values, merged = _merge_spellings(values, source.merge_spellings)
+        if merged:
+            record["merged_levels"] = sum(len(g) - 1 for g, _ in merged)
+            record["notices"].append(f"column '{column}': {_merged_note(merged, source.merge_spellings)}")
     same = _spellings(values)
     for kind_of, what in (("number", "the same number"), ("case", "the same word in other cases"),
                           ("spacing", "the same words with other spacing"),
                           ("mark", "the same words, marked as text for a spreadsheet or not")):
         if same[kind_of]:
             record["notices"].append(f"column '{column}': levels that are {what} ({_spelled(same[kind_of], values)}) "
-                                     f"stay different levels")
+                                     f"stay different levels: list '{kind_of}' in '{key}.merge_spellings' to read "
+                                     f"them as one")
     values = values.astype(object).where(values.notna(), None)
     counts = pd.Series(values).value_counts()
     if len(counts) > source.max_categories:
@@ -2307,6 +2313,51 @@ def _spellings(text: pd.Series) -> dict[str, list[list[str]]]:
         groups = levels[present].groupby(keys[present]).agg(list)
         found[kind] = [sorted(map(str, g)) for g in groups if len(g) > 1]
     return found
+
+
+def _merge_spellings(values: pd.Series, kinds: tuple[str, ...]) -> tuple[pd.Series, list[tuple[list[str], int]]]:
+    """``values`` (a categorical's cells) with the levels that are one value written in the ways
+    ``kinds`` names (``SPELLINGS``: other case, spacing, a spreadsheet's text mark, the same number)
+    read as the spelling most of their cells use (ties: the first in sorted order); and each group
+    merged, its spellings (the one kept first) with the cells read as another."""
+    text = values.astype("string")
+    counts = text.value_counts()
+    if len(counts) < 2:
+        return values, []
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))  # most cells first
+    levels = pd.Series([level for level, _ in ordered], dtype="string")
+    keys = levels.str.replace(r"^'(.+)$", r"\1", regex=True) if "mark" in kinds else levels
+    if "spacing" in kinds:
+        keys = keys.str.replace(r"\s+", " ", regex=True)
+    if "case" in kinds:
+        keys = keys.str.lower()
+    if "number" in kinds:
+        numbers = parse_numbers(_without_text_mark(levels).fillna(levels))
+        keys = keys.mask(numbers.notna(), "\0" + numbers.astype("string"))  # not a word's key
+    if not keys.duplicated().any():
+        return values, []
+    kept, merged, size = {}, [], dict(ordered)
+    for group in levels.groupby(keys, sort=False).agg(list):
+        if len(group) > 1:  # in the order of ``levels``: the spelling most cells use first
+            kept.update({str(level): str(group[0]) for level in group[1:]})
+            merged.append(([str(v) for v in group], sum(size[v] for v in group[1:])))
+    hit = text.isin(list(kept)).fillna(False).to_numpy(dtype=bool)
+    first = {}  # the value a spelling kept stands for, in the column's own type (a category of numbers)
+    for spelled in set(kept.values()):
+        first[spelled] = values[(text == spelled).fillna(False).to_numpy(dtype=bool)].iloc[0]
+    replaced = values.astype(object).copy()
+    replaced[hit] = [first[kept[str(v)]] for v in text[hit]]
+    return replaced.where(values.notna(), None), merged
+
+
+def _merged_note(merged: list[tuple[list[str], int]], kinds: tuple[str, ...], limit: int = 3) -> str:
+    """What ``_merge_spellings`` merged: "1 other spelling(s) read as the one most cells use
+    (merge_spellings: case; 67 cells): 'True' -> 'TRUE'; ..."."""
+    spellings = sum(len(g) - 1 for g, _ in merged)
+    shown = "; ".join(" / ".join(f"'{v}'" for v in g[1:]) + f" -> '{g[0]}'" for g, _ in merged[:limit])
+    more = f"; ... ({len(merged) - limit} more)" if len(merged) > limit else ""
+    return (f"{spellings} other spelling(s) read as the one most cells use (merge_spellings: {', '.join(kinds)}; "
+            f"{sum(n for _, n in merged)} cells): {shown}{more}")
 
 
 def _spelled(groups: list[list[str]], text: pd.Series, limit: int = 3) -> str:
@@ -2686,6 +2737,11 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
             notes.append("WARNING " + _uncomputed_note(f"target column '{source.target}'",
                                                        *uncomputed[source.target])
                          + " (their rows are among those dropped)")
+    if source.merge_spellings:
+        target, merged = _merge_spellings(target, source.merge_spellings)
+        target = target.astype("string")
+        if merged:
+            notes.append(f"target column '{source.target}': {_merged_note(merged, source.merge_spellings)}")
     if target.nunique() < 2:
         raise DataError(f"{where}: target column '{source.target}' has "
                         f"{target.nunique()} distinct value(s); classification needs at least two")
@@ -2702,12 +2758,14 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
     if same["number"]:
         raise DataError(f"{where}: target column '{source.target}' writes a class in several ways "
                         f"({_spelled(same['number'], target)}), which would make them different classes; "
-                        f"write each class one way in the file")
+                        f"write each class one way in the file, or list 'number' in '{key}.merge_spellings' to "
+                        f"read them as one")
     for kind_of, what in (("case", "case"), ("spacing", "spacing"),
                           ("mark", "a spreadsheet's text mark (a leading ')")):
         if same[kind_of]:
             notes.append(f"WARNING target column '{source.target}': classes that differ only in {what} "
-                         f"({_spelled(same[kind_of], target)}) are different classes")
+                         f"({_spelled(same[kind_of], target)}) are different classes: list '{kind_of}' in "
+                         f"'{key}.merge_spellings' to read them as one")
     records, out = [], {}
     plain = {}
     if local_format(path) in ("csv", "tsv") and source.thousands is None and source.decimal == ".":
@@ -2829,4 +2887,4 @@ def _with_missing_indicators(frame: pd.DataFrame, records: list[dict]) -> tuple[
 
 # what a local column's record says of how it was read, carried into the schema report
 REPORTED = ("read_as", "forced", "unit", "negatives", "time_as", "leading_zeros", "merged_integers", "bounds", "constant",
-            "indicator_of", *(field for field, *_ in _NOTATIONS.values()))
+            "indicator_of", "merged_levels", *(field for field, *_ in _NOTATIONS.values()))
