@@ -3327,8 +3327,9 @@ def test_typeset_fractions_and_minuses_are_numbers_and_pairs_get_a_hint(repo):
     numbers now, the fractions counted. Two numbers per cell written with 'x' ('1920x1080') or a
     comma and a space ('40.7128, -74.0060') stay text with a notice to write two columns; so do
     ratios and scores written with a colon ('1:3', '2 : 1'), which had no word, and clock times
-    ('7:05') stay hours. Fiscal or school years ('2000/01') got the day-and-month hint: theirs says
-    to write one year."""
+    ('7:05') stay hours. Fiscal or school years ('2000/01', '2015-16') were categorical text (with
+    the day-and-month hint), and those whose second year is 12 or less ('2005-06') months: they are
+    their first year, counted, in their order."""
     frame = pd.DataFrame({
         "size": ["9\u00bd", "\u00be", "7", "1 \u215b", "-2\u00bc"] * 8,
         "change": ["\u20130.5", "1.25", "\u20133", "\uff0d2", "4"] * 8,
@@ -3337,11 +3338,15 @@ def test_typeset_fractions_and_minuses_are_numbers_and_pairs_get_a_hint(repo):
         "ratio": [f"1:{i % 9 + 3}" for i in range(40)], "score": [f"{i % 4} : {i % 3}" for i in range(40)],
         "clock": [f"{i % 24}:{i % 60:02d}" for i in range(40)],
         "fiscal": [f"{2000 + i % 20}/{(i % 20 + 1) % 100:02d}" for i in range(40)],
+        "school": [f"{2005 + i % 6}-{6 + i % 6:02d}" for i in range(40)],
         "label": ["ab"[i % 2] for i in range(40)]})
     read, records = _read_own(repo, "typeset", frame)
-    assert records["fiscal"]["kind"] == "categorical" and records["fiscal"]["notices"] == [
-        "column 'fiscal' holds fiscal or school years (e.g. '2000/01'), read as categorical text: write each as one "
-        "year in the file (its first or its last) to read them as numbers, in their order"]
+    np.testing.assert_array_equal(read["fiscal"].to_numpy(), [2000 + i % 20 for i in range(40)])
+    assert records["fiscal"]["fiscal_years"] == 40 and records["fiscal"]["notices"] == [
+        "column 'fiscal': 40 number(s) written as fiscal or school years (e.g. '2000/01'), read as their first year "
+        "(2000): list 'fiscal' in 'sources.typeset.categorical' to keep them as levels"]
+    np.testing.assert_array_equal(read["school"].to_numpy(), [2005 + i % 6 for i in range(40)])  # not months
+    assert records["school"]["fiscal_years"] == 40 and "time_as" not in records["school"]
     np.testing.assert_array_equal(read["size"].to_numpy(), [9.5, 0.75, 7, 1.125, -2.25] * 8)
     assert records["size"]["fractions"] == 32 and not records["size"]["warnings"]
     np.testing.assert_array_equal(read["change"].to_numpy(), [-0.5, 1.25, -3, -2, 4] * 8)

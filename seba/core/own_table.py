@@ -1350,6 +1350,25 @@ _TEXT_MARKED = r"'(?P<quoted>[ ]*[+-]?[\d.,].*)"
 # a number with a footnote mark, as statistical tables flag provisional or estimated values and
 # significance ('12.5*', '0.03 **', '7†', '3‡'), read as the number
 _MARKS = "*\u2020\u2021\u00a7\u00b6"  # * † ‡ § ¶
+# fiscal or school years, one year after the other ('2020/21', '2019-2020', 'FY2020/21')
+_FISCAL = r"(?:FY[ ]?)?(?P<first>(?:19|20)\d\d)[/-](?P<second>\d{2}|(?:19|20)\d\d)"
+
+
+def _fiscal_first_years(text: pd.Series) -> pd.Series:
+    """The first year of each cell of ``text`` that is a fiscal or school year ('2020/21' is '2020';
+    the second year the one after the first), NA for the others."""
+    years = text.str.extract(rf"^{_FISCAL}$")
+    first = years["first"]
+    if first.isna().all():
+        return first
+    start = pd.to_numeric(first, errors="coerce").to_numpy(dtype=float)
+    second = years["second"].astype(object)
+    full = second.str.len().eq(4).fillna(False).to_numpy(dtype=bool)
+    end = pd.to_numeric(second, errors="coerce").to_numpy(dtype=float)
+    after = np.where(full, end - start, (end % 100 - start % 100) % 100)
+    return first.where(pd.Series(after == 1, index=text.index))
+
+
 _FOOTNOTED = rf"(?P<number>[^{_MARKS}]*\d[^{_MARKS}]*?)[ ]*(?:\*+|[{_MARKS[1:]}]+)"
 # an angle in degrees, with minutes and seconds or not, as coordinates are written ('45°30′15″N',
 # "45° 30' 15\" N", 'S 12°05.5\'', '-73.9857°', '87°'): decimal degrees, south and west negative
@@ -1369,6 +1388,8 @@ _NOTATIONS = {"text marked": ("text_marked", "as text for a spreadsheet (with a 
               "flags": ("flagged", "with a statistical flag after them ('p' provisional, 'e' estimated, as "
                                    "Eurostat writes them)", "the number", ""),
               "approximate": ("approximate", "as approximate", "the number", ""),
+              "fiscal years": ("fiscal_years", "as fiscal or school years", "their first year",
+                               ": list '{column}' in '{key}.categorical' to keep them as levels"),
               "degrees": ("degrees", "in degrees (with minutes and seconds or not)",
                           "decimal degrees, south and west negative", ""),
               "powers of ten": ("powers_of_ten", "with a power of ten", "their value", ""),
@@ -1411,13 +1432,14 @@ def _without_text_mark(text: pd.Series) -> pd.Series:
 
 def _other_notations(text: pd.Series, decimal: str,
                      cells: _Cells | None = None) -> tuple[pd.Series | None, dict[str, pd.Series]]:
-    """``text`` with numbers written in ten other notations rewritten as plain numbers: for a
+    """``text`` with numbers written in eleven other notations rewritten as plain numbers: for a
     column that also holds plain ones, bounds ('<0.5', '>100', '≤ 3': a value beyond a detection
     limit, as the limit itself), a minus after the number ('21-') and Eurostat's flags ('12.5 p':
     the number); and fractions ('3/4', '5 1/2', only where no fraction without a whole part is
     above 1, so that '15/3' dates and '120/80' pairs are not read as fractions), ordinals ('1st',
     '2nd': their number), numbers with a power of ten ('3.2 x 10^6', '1.5×10⁻³', Fortran's
-    '1.65D+02'), approximate numbers ('~5', 'ca. 1850': the number), angles in degrees
+    '1.65D+02'), approximate numbers ('~5', 'ca. 1850': the number), fiscal or school years
+    ('2020/21', '2005-06': the first year, the second the one after it), angles in degrees
     ('45°30′15″N': decimal degrees), numbers marked as text for a spreadsheet with a leading
     apostrophe ("'-5.2") and numbers with a footnote mark ('12.5*', '0.03**', '7†'): the number, read by
     the other rules as written without the mark; and, per notation, the cells rewritten (a boolean
@@ -1426,7 +1448,8 @@ def _other_notations(text: pd.Series, decimal: str,
     codes, distinct = (cells.codes, cells.distinct) if cells is not None else _factorized(text)
     if distinct.empty or not distinct.str.contains(
             rf"[<>=\u2264\u2265/~\u2248\u223c]|\d-$|\d[ ]?(?i:st|nd|rd|th)$|10(?:\^|\*\*|[\u207b\u207a{_SUPERSCRIPTS}])"
-            rf"|^(?i:ca|approx|circa)|^'|\d[dD][+-]\d|[{_MARKS}]$|\d[ ]*°|\d[ ]+[bcdefnprsuz]{{1,3}}$|{_VULGAR}",
+            rf"|^(?i:ca|approx|circa)|^'|\d[dD][+-]\d|[{_MARKS}]$|\d[ ]*°|\d[ ]+[bcdefnprsuz]{{1,3}}$|{_VULGAR}"
+            r"|^(?:FY[ ]?)?(?:19|20)\d\d[/-]\d\d",
             regex=True).any():
         return None, {}
     rewritten, masks = distinct, {}
@@ -1442,6 +1465,10 @@ def _other_notations(text: pd.Series, decimal: str,
     if approximate.notna().any():
         rewritten = rewritten.mask(approximate.notna(), approximate.str.strip())
         masks["approximate"] = approximate.notna()
+    fiscal = _fiscal_first_years(rewritten)  # before fractions: '2000/01' is a year, not 2000
+    if fiscal.notna().any():
+        rewritten = rewritten.mask(fiscal.notna(), fiscal)
+        masks["fiscal years"] = fiscal.notna()
     read = rewritten  # the cells the rules below read: '~1/2' is a fraction, '~3rd' an ordinal
     power = read.str.extract(rf"^{_POWER_OF_TEN}$")
     has = power["exp"].notna() | power["sup"].notna()
@@ -1511,8 +1538,8 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
     fractions, which are numbers), two numbers written with 'x' or ', ' ('1920x1080', '40.71, -74.01'),
     a number and its uncertainty ('0.3 ± 0.2'), numbers with magnitude suffixes ('1.2k', '2.5M'),
     ranges of numbers ('40-49', '60+'), numbers after or before one unit that is not read
-    ('5 kg', 'USD 5') or a few ('5 kg', '500 g'), feet and inches ('5\'11"'), fiscal or school
-    years ('2020/21'), or a list or mapping per cell ('[1, 2]', '{"a": 1}');
+    ('5 kg', 'USD 5') or a few ('5 kg', '500 g'), feet and inches ('5\'11"'), or a list or mapping
+    per cell ('[1, 2]', '{"a": 1}');
     None otherwise. Looks at the distinct cells (in the order they first appear, so the examples
     are the file's first)."""
     written, counts = cells.distinct, cells.counts
@@ -1540,14 +1567,6 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
             return lead + "they mix both orders: write them as YYYY-MM-DD in the file to read them as numbers (days)"
         return lead + (f"no cell tells the order (no day above 12): set date_order: dmy (31/01/2020) or mdy "
                        f"(01/31/2020) in '{key}' to read them as numbers (days)")
-    years = written.str.extract(r"^(?:FY[ ]?)?(?P<first>(?:19|20)\d\d)[/-](?P<second>\d{2}|(?:19|20)\d\d)$")
-    spans = years["first"].notna()
-    if spans.any():  # one year after the other: '2020/21', '2019-2020', 'FY2020/21'
-        spans &= (years["second"].str[-2:].astype(float) - years["first"].str[-2:].astype(float)) % 100 == 1
-    if int(counts[spans.to_numpy(dtype=bool)].sum()) >= needed:
-        example = written[spans].iloc[0]
-        return (f"column '{column}' holds fiscal or school years (e.g. '{example}'), read as categorical text: write "
-                f"each as one year in the file (its first or its last) to read them as numbers, in their order")
     if _mostly(written, r"\d+/\d+", counts):  # fractions under 1 would be numbers: '120/80', '15/3'
         example = written[written.str.fullmatch(r"\d+/\d+")].iloc[0]
         return (f"column '{column}' holds two numbers per cell, written with '/' (e.g. '{example}'), read as "
@@ -1722,6 +1741,8 @@ def _months_or_quarters(cells: _Cells) -> tuple[pd.Series | None, str]:
         return None, ""
     parts = levels.str.extract(rf"^(?:{_MONTH_OR_QUARTER})$")
     if not parts.notna().to_numpy().any():  # full dates only (too few of them for _iso_dates)
+        return None, ""
+    if len(levels) > 2 and _fiscal_first_years(levels).notna().all():  # '2005-06', '2006-07': fiscal years
         return None, ""
     quarter = parts["q"].fillna(parts["q2"]).astype("Int64")
     month = parts["m"].fillna(parts["m2"]).astype("Int64").fillna(3 * quarter - 2)
