@@ -428,6 +428,8 @@ _SMALL_CSV = ("a,b,label\n" + "".join(f"{i % 7},{i % 5},{'xy'[i % 2]}\n" for i i
 LOCAL_CASES = [
     ("missing file", None, {"path": "data/local/absent.csv", "target": "label"},
      ["dataset 'mine' (data/local/absent.csv): file not found"]),
+    ("a file name in another case", None, {"path": "data/local/Good.csv", "target": "label"},
+     ["dataset 'mine' (data/local/Good.csv): file not found (did you mean 'data/local/good.csv'?)"]),
     ("missing target column", None, {"path": "data/local/good.csv", "target": "Label "},
      ["target column 'Label' not found (did you mean 'label'?)", "columns: age, city, label"]),
     ("single-class target", pd.DataFrame({"a": range(30), "label": ["x"] * 30}),
@@ -910,6 +912,27 @@ def test_bad_local_tables_are_named_and_touch_nothing(repo, monkeypatch, capsys,
     # fetch does not know about shots; split does
     assert_named_and_untouched(repo, source, fragments, monkeypatch, capsys,
                                fetch_fails=case != "class too small for the shot")
+
+
+def test_a_local_table_missing_from_a_queued_experiments_copy_says_to_stage_it(tmp_path):
+    """A queued or temporary DVC experiment runs in a copy of the repository under .dvc/tmp/exps
+    that holds only the files git or DVC tracks: a table left untracked in data/local/ was 'file not
+    found' there, with no word of why. The error says to stage it; in the workspace it does not."""
+    from seba.core.config import SourceConfig
+    from seba.core.own_table import load_local_table
+
+    source = SourceConfig(path="data/local/mine.csv", target="label")
+    copy = tmp_path / "repo" / ".dvc" / "tmp" / "exps" / "tmpab12cd"
+    for root in (copy, tmp_path / "workspace"):
+        (root / "data" / "local").mkdir(parents=True)
+        with pytest.raises(DataError) as raised:
+            load_local_table("mine", source, root)
+        expected = "dataset 'mine' (data/local/mine.csv): file not found"
+        if root == copy:
+            expected += (": a queued or temporary experiment runs in a copy of the repository that holds only the "
+                         "files git or DVC tracks; in the workspace, `git add data/local/mine.csv` (staged is "
+                         "enough), then queue the experiment again")
+        assert str(raised.value) == expected
 
 
 def test_an_awkward_local_table_is_read_and_encoded(repo, monkeypatch, capsys):

@@ -12,6 +12,7 @@ import bz2
 import codecs
 import csv
 import datetime
+import difflib
 import functools
 import gzip
 import io
@@ -2666,6 +2667,23 @@ def _shown(value: str | float) -> str:
     return repr(value) if isinstance(value, str) else f"{value:g}"
 
 
+def _not_found_hint(root: Path, listed: str) -> str:
+    """Why a local table's file may be missing: a name that differs only in case or a few letters
+    ('Mine.csv'), or, in a queued or temporary DVC experiment (run in a copy under .dvc/tmp/exps),
+    a file that git does not track, which DVC leaves out of the copy."""
+    folder = (root / listed).parent
+    names = sorted(p.name for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+    close = [n for n in names if n.lower() == Path(listed).name.lower()] or difflib.get_close_matches(
+        Path(listed).name, names, n=1, cutoff=0.8)
+    if close:
+        return f" (did you mean '{(Path(listed).parent / close[0]).as_posix()}'?)"
+    if ".dvc/tmp/exps" in Path(root).resolve().as_posix():
+        return (f": a queued or temporary experiment runs in a copy of the repository that holds only the files "
+                f"git or DVC tracks; in the workspace, `git add {listed}` (staged is enough), then queue the "
+                f"experiment again")
+    return ""
+
+
 def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tuple[pd.DataFrame, dict]:
     """A user's CSV / TSV / parquet / Excel / ARFF table (``sources.<name>.path``) in the raw table format.
 
@@ -2684,7 +2702,7 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
     _check_inside_repository(root, source.path, where, f"{key}.path")
     path = root / source.path
     if not path.is_file():
-        raise DataError(f"{where}: file not found")
+        raise DataError(f"{where}: file not found{_not_found_hint(root, source.path)}")
     delimiter = csv_delimiter(source)
     frame = _read_local(path, where, key, delimiter, source.encoding, source.sheet, stage, source.target)
     # a workbook's cells holding a formula's error, which pandas reads as empty: column -> error -> cells
