@@ -2877,7 +2877,8 @@ def test_powers_of_ten_are_numbers_and_uncertainties_and_magnitudes_get_a_hint(r
     categorical levels without a word: they are their value now, with a notice and their count,
     in the source's decimal mark ('1,5 x 10^3' under decimal ','). A number with its uncertainty
     ('0.3 ± 0.2') and numbers with magnitude suffixes ('1.2k' beside '2.5M' and '800') stay text,
-    each with a notice saying what to write instead."""
+    each with a notice saying what to write instead (for magnitudes: to list the column in
+    'numeric', which reads them as their values)."""
     from seba.core.config import SourceConfig
     from seba.core.own_table import load_local_table
 
@@ -2896,8 +2897,13 @@ def test_powers_of_ten_are_numbers_and_uncertainties_and_magnitudes_get_a_hint(r
         "write the value and its uncertainty as two columns in the file"]
     assert records["followers"]["kind"] == "categorical" and records["followers"]["notices"] == [
         "column 'followers' holds numbers written with magnitude suffixes (e.g. '1.2k'), read as categorical text: "
-        "if they are magnitudes (k thousands, M millions, B billions), write them as plain numbers in the file "
-        "('1.2k' as 1200)"]
+        "if they are magnitudes (k thousands, M millions, B billions), list 'followers' in 'sources.lab.numeric' to "
+        "read them as their values ('1.2k' as 1200)"]
+    read, records = _read_own(repo, "lab", frame, numeric=["followers"])
+    np.testing.assert_array_equal(read["followers"].to_numpy(), [1200, 3000, 450, 2.5e6, 800] * 8)
+    assert records["followers"]["magnitudes"] == 24 and records["followers"]["notices"] == [
+        "column 'followers': 24 number(s) written with a suffix for thousands, millions or billions (e.g. '1.2k'), "
+        "read as their value (1200)"]
     pd.DataFrame({"count": ["1,5 x 10^3", "2,25", "3"] * 10, "x": [f"{i},5" for i in range(30)],
                   "label": ["ab"[i % 2] for i in range(30)]}).to_csv(repo / "data" / "local" / "comma.csv",
                                                                        index=False, sep=";")
@@ -3281,7 +3287,7 @@ def test_a_column_named_in_numeric_reads_numbers_written_with_one_word_as_the_nu
     missing and dropped the column. Such a column's numbers are now read without the word, with a
     notice and the unit in its record (cells without it are numbers too), and the hint names
     'numeric'. Not taken off: several words ('1374 g' beside '0.7 kg': not one scale; the warning
-    names them), or a magnitude suffix beside plain numbers ('1.2k' beside '800'). A column named
+    names them); a magnitude suffix ('1.2k' beside '800') is its value (1200). A column named
     in 'numeric' with no number at all is an error that says what its cells hold (it was dropped)."""
     rows = 120
     weight = [50 + (i * 37) % 400 / 10 for i in range(rows)]
@@ -3312,7 +3318,9 @@ def test_a_column_named_in_numeric_reads_numbers_written_with_one_word_as_the_nu
     assert records["mass"]["warnings"][0].endswith(
         "; its numbers are written with 2 different words ('kg', 'g'): if they are units of one quantity, convert "
         "every cell to one unit in the file")
-    assert "unit" not in records["count"] and read["count"].isna().sum() == rows // 2
+    np.testing.assert_array_equal(read["count"].to_numpy(), [800 + i if i % 2 == 0 else 1000 * round(1 + i / 10, 1)
+                                                             for i in range(rows)])
+    assert "unit" not in records["count"] and records["count"]["magnitudes"] == rows // 2
     _, hinted = _read_own(repo, "worded", frame.drop(columns=["mass", "count"]))
     assert hinted["weight"]["kind"] == "categorical" and hinted["weight"]["notices"] == [
         "column 'weight' holds numbers followed by 'kg' (e.g. '53.7 kg'), read as categorical text: if 'kg' is a "

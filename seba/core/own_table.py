@@ -1179,6 +1179,18 @@ def _without_word(text: pd.Series, cells: _Cells | None = None) -> tuple[pd.Seri
 
 
 _MAGNITUDES = ("k", "K", "M", "B", "bn", "mn")  # '1.2k', '2.5M': thousands, millions
+_MAGNITUDE_FACTORS = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "bn": 1e9, "mn": 1e6}
+
+
+def _magnitude_values(text: pd.Series, source) -> tuple[pd.Series, pd.Series]:
+    """For a column named in ``numeric``: the value of each cell of ``text`` written with a
+    magnitude suffix ('1.2k' is 1200, '3.4 M' 3400000; 'B' and 'bn' billions, 'mn' millions), NaN
+    for the others, and the mask of those cells."""
+    parts = text.str.extract(rf"^(?P<number>[+-]?\d[\d,.' ]*?)[ ]?(?P<suffix>{'|'.join(_MAGNITUDES)})$")
+    mantissa = parse_numbers(parts["number"].astype("string"), source.thousands, source.decimal)
+    factor = parts["suffix"].astype(object).map(_MAGNITUDE_FACTORS).astype(float)
+    scaled = (mantissa * factor).astype("float64")
+    return scaled, pd.Series(scaled.notna().to_numpy(dtype=bool), index=text.index)
 
 
 def _several_units(column: str, written: pd.Series, source) -> str | None:
@@ -1389,6 +1401,8 @@ _NOTATIONS = {"text marked": ("text_marked", "as text for a spreadsheet (with a 
               "flags": ("flagged", "with a statistical flag after them ('p' provisional, 'e' estimated, as "
                                    "Eurostat writes them)", "the number", ""),
               "approximate": ("approximate", "as approximate", "the number", ""),
+              "magnitudes": ("magnitudes", "with a suffix for thousands, millions or billions",
+                             "their value", ""),
               "fiscal years": ("fiscal_years", "as fiscal or school years", "their first year",
                                ": list '{column}' in '{key}.categorical' to keep them as levels"),
               "degrees": ("degrees", "in degrees (with minutes and seconds or not)",
@@ -1587,12 +1601,11 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
         return (f"column '{column}' holds a number and its uncertainty per cell (e.g. '{example}'), read as "
                 f"categorical text: write the value and its uncertainty as two columns in the file")
     magnitude = written.str.extract(rf"^{_PLAIN}[ ]?(?P<suffix>{'|'.join(_MAGNITUDES)})$")["suffix"]
-    if magnitude.notna().any() and (magnitude.nunique() > 1 or magnitude.isna().any()) and _mostly(
-            written, rf"{_PLAIN}(?:[ ]?(?:[kKMB]|bn|mn))?", counts):  # '1.2k' beside '2.5M' or '800'
+    if magnitude.notna().any() and _mostly(written, rf"{_PLAIN}(?:[ ]?(?:[kKMB]|bn|mn))?", counts):  # '1.2k', '800'
         example = written[magnitude.notna()].iloc[0]
         return (f"column '{column}' holds numbers written with magnitude suffixes (e.g. '{example}'), read as "
-                f"categorical text: if they are magnitudes (k thousands, M millions, B billions), write them as "
-                f"plain numbers in the file ('1.2k' as 1200)")
+                f"categorical text: if they are magnitudes (k thousands, M millions, B billions), list '{column}' "
+                f"in '{key}.numeric' to read them as their values ('1.2k' as 1200)")
     if _mostly(written, _FEET_AND_INCHES, counts):  # '5\'11"': a unit per number, not one to remove
         example = written[written.str.fullmatch(_FEET_AND_INCHES)].iloc[0]
         return (f"column '{column}' holds two numbers per cell written with ' and \" (e.g. '{example}'), feet and "
@@ -2040,6 +2053,12 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                     bare_share = float(bare_values[present].notna().mean())
                     if bare_share > share:
                         values, share = bare_values, bare_share
+            if forced == "numeric" and not timed and share < NUMERIC_SHARE and present.any():
+                scaled, magnitudes = _magnitude_values(numbers, source)  # '1.2k' beside '800'
+                if magnitudes.any():
+                    values = values.mask(magnitudes, scaled)
+                    share = float(values[present].notna().mean())
+                    notations["magnitudes"] = magnitudes
             unit_words: list[str] = []  # the words a column named in `numeric` writes its numbers with
             if forced == "numeric" and not timed and not unit and share < NUMERIC_SHARE and present.any():
                 bare, unit, unit_words = _without_word(cells, distinct if cells is text else None)  # '71.3 kg'
