@@ -3327,6 +3327,33 @@ def test_a_column_named_in_numeric_reads_numbers_written_with_one_word_as_the_nu
         "unit, list 'weight' in 'sources.worded.numeric' to read them as the numbers without it"]
 
 
+def test_a_column_of_booleans_named_in_numeric_is_one_and_zero(repo):
+    """A column of true / false or yes / no (text in a CSV, or a parquet boolean column) named in
+    'numeric' had every cell missing and was dropped: such cells are 1 and 0 now, counted, with a
+    notice; other words stay missing."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from seba.core.config import SourceConfig
+    from seba.core.own_table import load_local_table
+
+    rows = 60
+    frame = pd.DataFrame({"smoker": ["yes" if i % 3 else "No" for i in range(rows)],
+                          "active": ["TRUE" if i % 4 else "FALSE" if i % 8 else "maybe" for i in range(rows)],
+                          "x": [i / 7 for i in range(rows)], "label": ["ab"[i % 2] for i in range(rows)]})
+    read, records = _read_own(repo, "truth", frame, numeric=["smoker", "active"])
+    np.testing.assert_array_equal(read["smoker"].to_numpy(), [1.0 if i % 3 else 0.0 for i in range(rows)])
+    assert records["smoker"]["booleans"] == rows and records["smoker"]["notices"] == [
+        f"column 'smoker': {rows} number(s) written as true / false or yes / no (e.g. 'No'), read as 1 for true, 0 "
+        f"for false (0)"]
+    maybe = sum(i % 8 == 0 for i in range(rows))
+    assert read["active"].isna().sum() == maybe and records["active"]["booleans"] == rows - maybe
+    pq.write_table(pa.table({"flag": pa.array([bool(i % 3) for i in range(rows)]), "x": frame["x"],
+                             "y": frame["x"] * 2, "label": frame["label"]}), repo / "data" / "local" / "truth.parquet")
+    read, info = load_local_table("truth", SourceConfig(path="data/local/truth.parquet", target="label",
+                                                        numeric=["flag"]), repo)
+    np.testing.assert_array_equal(read["flag"].to_numpy(), [float(bool(i % 3)) for i in range(rows)])
+
+
 def test_missing_values_find_cells_written_as_excels_text_formula(repo):
     """A cell written as Excel's text formula ('="unknown"', '="-999"') is read as the text it gives,
     but 'missing_values' was matched before that: the listed value marked nothing, a warning said no

@@ -1179,6 +1179,7 @@ def _without_word(text: pd.Series, cells: _Cells | None = None) -> tuple[pd.Seri
 
 
 _MAGNITUDES = ("k", "K", "M", "B", "bn", "mn")  # '1.2k', '2.5M': thousands, millions
+_TRUTH = {"true": 1.0, "yes": 1.0, "false": 0.0, "no": 0.0}  # a column named in `numeric`: 1 and 0
 _MAGNITUDE_FACTORS = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "bn": 1e9, "mn": 1e6}
 
 
@@ -1401,6 +1402,7 @@ _NOTATIONS = {"text marked": ("text_marked", "as text for a spreadsheet (with a 
               "flags": ("flagged", "with a statistical flag after them ('p' provisional, 'e' estimated, as "
                                    "Eurostat writes them)", "the number", ""),
               "approximate": ("approximate", "as approximate", "the number", ""),
+              "booleans": ("booleans", "as true / false or yes / no", "1 for true, 0 for false", ""),
               "magnitudes": ("magnitudes", "with a suffix for thousands, millions or billions",
                              "their value", ""),
               "fiscal years": ("fiscal_years", "as fiscal or school years", "their first year",
@@ -2059,6 +2061,11 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                     values = values.mask(magnitudes, scaled)
                     share = float(values[present].notna().mean())
                     notations["magnitudes"] = magnitudes
+                truth = numbers.str.lower().map(_TRUTH).astype("float64")  # 'yes', 'TRUE', a parquet boolean
+                if truth.notna().any() and share < NUMERIC_SHARE:
+                    values = values.mask(truth.notna(), truth)
+                    share = float(values[present].notna().mean())
+                    notations["booleans"] = pd.Series(truth.notna().to_numpy(dtype=bool), index=text.index)
             unit_words: list[str] = []  # the words a column named in `numeric` writes its numbers with
             if forced == "numeric" and not timed and not unit and share < NUMERIC_SHARE and present.any():
                 bare, unit, unit_words = _without_word(cells, distinct if cells is text else None)  # '71.3 kg'
