@@ -515,15 +515,16 @@ LOCAL_CASES = [
      b"# exported from the laboratory's database on 2024-05-01\n" + _SMALL_CSV,
      {"path": "data/local/bad.csv", "target": "label"},
      ["the data rows have 2 fields more than the header (1 names): the column names, with 'label', are on line 2 "
-      "of the file, below a title or notes: delete the line above them"]),
+      "of the file, below a title or notes: set header_row: 2 in 'sources.mine' (or delete the line above them)"]),
     ("a title and a blank line above the header",
      b"Measurements 2024\n\n" + _SMALL_CSV, {"path": "data/local/bad.csv", "target": "label"},
-     ["the column names, with 'label', are on line 3 of the file, below a title or notes: delete the 2 lines "
-      "above them"]),
+     ["the column names, with 'label', are on line 3 of the file, below a title or notes: set header_row: 3 in "
+      "'sources.mine' (or delete the 2 lines above them)"]),
     ("a title row of the header's width above it",
      b"Measurements,2024,\n" + _SMALL_CSV, {"path": "data/local/bad.csv", "target": "label"},
      ["target column 'label' not found (the column names, with 'label', are on line 2 of the file, below a "
-      "title or notes: delete the line above them); columns: Measurements, 2024, Unnamed: 2"]),
+      "title or notes: set header_row: 2 in 'sources.mine' (or delete the line above them)); columns: "
+      "Measurements, 2024, Unnamed: 2"]),
     ("files joined with their columns in other orders",
      _SMALL_CSV + b"b,a,label\n" + _SMALL_CSV.split(b"\n", 1)[1], {"path": "data/local/bad.csv", "target": "label"},
      ["holds the column names in another order (b, a, label)", "write every part in the header's order"]),
@@ -635,7 +636,7 @@ def test_a_workbook_whose_first_sheet_is_notes_names_the_sheet_with_the_target(r
         data.append([i % 5, i % 7, "ab"[i % 2]])
     book.save(repo / "data" / "local" / "notes.xlsx")
     with pytest.raises(DataError, match=r"target column 'label' not found \(the sheet 'survey' has it, on row 2: "
-                                        r"set sheet: 'survey' in 'sources.notes', and delete the 1 row\(s\) above it\)"):
+                                        r"set sheet: 'survey' and header_row: 2 in 'sources.notes'\)"):
         load_local_table("notes", SourceConfig(path="data/local/notes.xlsx", target="label"), repo)
     data.delete_rows(1)
     book.save(repo / "data" / "local" / "notes.xlsx")
@@ -650,8 +651,49 @@ def test_an_excel_sheet_with_a_title_above_its_column_names_says_where_they_are(
     pd.DataFrame(rows).to_excel(repo / "data" / "local" / "bad.xlsx", index=False, header=False)
     assert_named_and_untouched(repo, {"path": "data/local/bad.xlsx", "target": "label"},
                                ["target column 'label' not found (the column names, with 'label', are on row 3 of "
-                                "the sheet, below a title or notes: delete the 2 rows above them)"],
+                                "the sheet, below a title or notes: set header_row: 3 in 'sources.mine' (or delete "
+                                "the 2 rows above them))"],
                                monkeypatch, capsys)
+
+
+def test_header_row_reads_a_csv_or_sheet_whose_column_names_are_below_a_title(repo, capsys):
+    """A CSV or sheet whose column names sit below a title or notes was an error saying to delete
+    the lines above them, which edits the file as downloaded. ``header_row`` (counted from 1, as
+    the error counts) reads the names from that line or row and leaves the ones above out, with a
+    notice; in a sheet, merged ranges and formulas below it are placed by their rows as before. The
+    error names the setting; a value below 1, or the key for a parquet file, is a named error."""
+    import openpyxl
+    from seba.core.config import SourceConfig, load_params
+    from seba.core.own_table import load_local_table
+
+    (repo / "data" / "local" / "titled.csv").write_bytes(b"Measurements 2024\n# units: cm\n" + _SMALL_CSV)
+    read, _ = load_local_table("titled", SourceConfig(path="data/local/titled.csv", target="label", header_row=3),
+                               repo)
+    assert list(read.columns) == ["a", "b", "class"] and len(read) == 30
+    assert ("the column names read from line 3 ('sources.titled.header_row'), the 2 line(s) above it left out"
+            in capsys.readouterr().err)
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet["A1"] = "Survey 2020"
+    sheet.merge_cells("A1:C1")
+    sheet.append([])
+    sheet.append(["a", "group", "label"])
+    for i in range(30):
+        sheet.append([i / 7, None if i == 1 else f"g{i % 3}", "xy"[i % 2]])
+    sheet.merge_cells("B4:B5")  # the first two data rows: one group
+    book.save(repo / "data" / "local" / "titled.xlsx")
+    read, _ = load_local_table("titled", SourceConfig(path="data/local/titled.xlsx", target="label", header_row=3),
+                               repo)
+    assert list(read.columns) == ["a", "group", "class"] and len(read) == 30
+    assert list(read["group"].astype(str)[:3]) == ["g0", "g0", "g2"]
+    assert "1 merged range(s) of cells (B4:B5)" in capsys.readouterr().err
+    for bad, message in ((0, r"'sources.mine.header_row' must be >= 1"),
+                         (2, r"'sources.mine.header_row' applies only to a CSV or Excel file")):
+        edit_params(repo, lambda p: p["sources"].update(
+            mine={"path": "data/local/titled.csv" if bad == 0 else "data/local/x.parquet", "target": "label",
+                  "header_row": bad}))
+        with pytest.raises(ConfigError, match=message):
+            load_params(repo / "params.yaml")
 
 
 def test_an_excel_sheet_with_a_name_twice_is_a_named_error(repo, monkeypatch, capsys):

@@ -188,6 +188,9 @@ class SourceConfig:
     date_order: Annotated[Str | None, AfterValidator(_date_order)] = None  # dates like 31/01/2020: dmy or mdy
     encoding: Annotated[Str, AfterValidator(_encoding)] = "utf-8"  # text encoding of a CSV file
     sheet: Annotated[Str | Int | None, AfterValidator(_sheet)] = None  # an Excel workbook's sheet (null: the first)
+    # the line of a CSV (the row of a sheet), counted from 1, that holds the column names: the ones
+    # above it (a title, notes) are left out
+    header_row: Annotated[Int, rule(lambda v: v >= 1, "must be >= 1")] = 1
     # cell values that mark a missing value in feature columns (-999, 'unknown'), or per column ({glucose: [0]})
     missing_values: MissingValues = ()
     # a 0/1 column beside each numeric column with missing cells, 1 where a cell is missing (its mean
@@ -511,7 +514,8 @@ def _source(name: str, entry: Any) -> SourceConfig:
                           f"a column has one type")
     for option, formats, what in (("delimiter", ("csv", "tsv"), "a CSV file"),
                                   ("encoding", ("csv", "tsv", "arff"), "a CSV or ARFF file"),
-                                  ("sheet", ("excel",), "an Excel file (.xlsx)")):
+                                  ("sheet", ("excel",), "an Excel file (.xlsx)"),
+                                  ("header_row", ("csv", "tsv", "excel"), "a CSV or Excel file")):
         if entry.get(option) is not None and kind not in formats:
             raise ConfigError(f"params.yaml: '{key}.{option}' applies only to {what}, not {path!r}")
     if source.thousands == source.decimal:

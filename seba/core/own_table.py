@@ -403,9 +403,10 @@ def _text_encoding(encoding: str) -> str:
     return "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
 
 
-def _read_excel(path: Path, where: str, key: str, sheet: str | int | None, tag: str = "fetch") -> pd.DataFrame:
+def _read_excel(path: Path, where: str, key: str, sheet: str | int | None, tag: str = "fetch",
+                top: int = 1) -> pd.DataFrame:
     """One sheet of an Excel workbook (the first unless ``sheet`` names another, by name or by
-    position from 0), its first row the header, each column with the type of its cells (numbers,
+    position from 0), its row ``top`` the header (the rows above it left out), each column with the type of its cells (numbers,
     dates, booleans; a column of mixed cells, or of text cells, is text, digits written as text
     included). Needs openpyxl."""
     try:
@@ -414,7 +415,7 @@ def _read_excel(path: Path, where: str, key: str, sheet: str | int | None, tag: 
         raise DataError(f"{where}: reading an Excel file needs the openpyxl package: pip install -e \".[excel]\" "
                         f"(or pip install openpyxl), or save the sheet as CSV") from None
     try:
-        return _excel_sheet(path, where, key, sheet, tag)
+        return _excel_sheet(path, where, key, sheet, tag, top)
     except DataError:
         raise
     except Exception as exc:  # openpyxl's own errors on a file that is not a workbook, or a damaged one
@@ -422,7 +423,8 @@ def _read_excel(path: Path, where: str, key: str, sheet: str | int | None, tag: 
         raise DataError(f"{where}: cannot be read as an Excel workbook: {first}") from None
 
 
-def _excel_sheet(path: Path, where: str, key: str, sheet: str | int | None, tag: str = "fetch") -> pd.DataFrame:
+def _excel_sheet(path: Path, where: str, key: str, sheet: str | int | None, tag: str = "fetch",
+                 top: int = 1) -> pd.DataFrame:
     """The chosen sheet of the workbook (see ``_read_excel``), with the header as written."""
     with pd.ExcelFile(path, engine="openpyxl") as book:
         names = [str(n) for n in book.sheet_names]
@@ -449,22 +451,25 @@ def _excel_sheet(path: Path, where: str, key: str, sheet: str | int | None, tag:
         # it, even with the column in `categorical`) and text cells such as 'NA' or 'n/a' as missing
         # without a count; the types then come from the cells' own (numbers, dates, booleans)
         frame = pd.read_excel(book, sheet_name=chosen, dtype=object, keep_default_na=False,
-                              na_values=[""]).infer_objects()
+                              na_values=[""], skiprows=top - 1).infer_objects()
         # the names as written (pandas renames a repeated name 'a' to 'a.1')
-        header = pd.read_excel(book, sheet_name=chosen, header=None, nrows=1)
+        header = pd.read_excel(book, sheet_name=chosen, header=None, nrows=1, skiprows=top - 1)
     if len(header) and header.shape[1] == frame.shape[1]:
         frame.columns = [str(h).strip() if pd.notna(h) and str(h).strip() else f"Unnamed: {i}"
                          for i, h in enumerate(header.iloc[0])]
+    if top > 1:
+        log(f"[{tag}] {where}: the column names read from row {top} ('{key}.header_row'), the {top - 1} row(s) "
+            f"above it left out")
     ranges, error_cells, formula_cells = _sheet_marks(path, chosen)
-    errors, uncomputed = _sheet_errors(frame, error_cells, formula_cells)  # before merged ranges are filled
-    frame = _merged_filled(frame, ranges, where, tag)
+    errors, uncomputed = _sheet_errors(frame, error_cells, formula_cells, top)  # before merged ranges are filled
+    frame = _merged_filled(frame, ranges, where, tag, top)
     if errors:
         frame.attrs[SHEET_ERRORS] = errors
     if uncomputed:
         frame.attrs[SHEET_UNCOMPUTED] = uncomputed
     empty = [i for i in range(frame.shape[1]) if frame.iloc[:, i].isna().all()]
     if len(frame) and empty:
-        _refuse_formulas_without_values(path, where, chosen, empty, list(frame.columns))
+        _refuse_formulas_without_values(path, where, chosen, empty, list(frame.columns), top)
     return frame
 
 
@@ -539,9 +544,9 @@ def _sheet_marks(path: Path, sheet: str) -> tuple[list[tuple[int, int, int, int]
 
 
 def _sheet_errors(frame: pd.DataFrame, errors: list[tuple[int, int, str]],
-                  uncomputed: list[tuple[int, int]]) -> tuple[dict, dict]:
+                  uncomputed: list[tuple[int, int]], top: int = 1) -> tuple[dict, dict]:
     """The error cells and the formulas without a value (``_sheet_marks``) among ``frame``'s data
-    cells (a sheet read with its header in row 1) that it reads as missing, per column position:
+    cells (a sheet read with its header in row ``top``) that it reads as missing, per column position:
     error text -> cells, and (cells, the first one's reference, 'B7')."""
     from collections import Counter
 
@@ -550,8 +555,8 @@ def _sheet_errors(frame: pd.DataFrame, errors: list[tuple[int, int, str]],
     missing = frame.isna().to_numpy() if errors or uncomputed else None
 
     def read_missing(cells: list[tuple]) -> list[tuple]:
-        return [c for c in cells if 0 <= c[0] - 2 < len(frame) and c[1] - 1 < frame.shape[1]
-                and missing[c[0] - 2, c[1] - 1]]
+        return [c for c in cells if 0 <= c[0] - top - 1 < len(frame) and c[1] - 1 < frame.shape[1]
+                and missing[c[0] - top - 1, c[1] - 1]]
 
     counted: dict[int, dict[str, int]] = {}
     for (k, text), cells in Counter((col - 1, text) for _, col, text in read_missing(errors)).items():
@@ -564,8 +569,8 @@ def _sheet_errors(frame: pd.DataFrame, errors: list[tuple[int, int, str]],
 
 
 def _merged_filled(frame: pd.DataFrame, ranges: list[tuple[int, int, int, int]], where: str,
-                   tag: str = "fetch") -> pd.DataFrame:
-    """``frame`` (a sheet read with its header in row 1) with each merged range of data cells
+                   tag: str = "fetch", top: int = 1) -> pd.DataFrame:
+    """``frame`` (a sheet read with its header in row ``top``) with each merged range of data cells
     holding its first cell's value in every cell, as the sheet shows it (openpyxl reads the value
     in the first cell only and the others empty), and a notice naming the ranges; ranges in the
     header row are left alone."""
@@ -573,12 +578,12 @@ def _merged_filled(frame: pd.DataFrame, ranges: list[tuple[int, int, int, int]],
 
     fills, shown, counts = [], [], {}
     for r1, c1, r2, c2 in sorted(ranges):
-        if r1 < 2 or c1 > frame.shape[1] or r1 - 2 >= len(frame):
+        if r1 < top + 1 or c1 > frame.shape[1] or r1 - top - 1 >= len(frame):
             continue
-        value = frame.iat[r1 - 2, c1 - 1]
+        value = frame.iat[r1 - top - 1, c1 - 1]
         if pd.isna(value):
             continue
-        rows = np.arange(r1 - 2, min(r2 - 1, len(frame)))
+        rows = np.arange(r1 - top - 1, min(r2 - top, len(frame)))
         for k in range(c1 - 1, min(c2, frame.shape[1])):
             empty = rows[frame.iloc[rows, k].isna().to_numpy()]
             if len(empty):
@@ -602,7 +607,8 @@ def _merged_filled(frame: pd.DataFrame, ranges: list[tuple[int, int, int, int]],
 _FORMULA_ROWS = 10  # the first data rows of an empty column of a sheet looked at for formulas
 
 
-def _refuse_formulas_without_values(path: Path, where: str, sheet: str, empty: list[int], names: list[str]) -> None:
+def _refuse_formulas_without_values(path: Path, where: str, sheet: str, empty: list[int], names: list[str],
+                                    top: int = 1) -> None:
     """An error naming the columns of a sheet (positions ``empty``, every cell read missing) whose
     first data rows hold formulas: a workbook stores a formula's value only when a spreadsheet
     application computed it, so one written by a program (openpyxl, pandas) and never opened
@@ -611,12 +617,12 @@ def _refuse_formulas_without_values(path: Path, where: str, sheet: str, empty: l
 
     book = openpyxl.load_workbook(path, read_only=True, data_only=False)
     try:
-        rows = list(book[sheet].iter_rows(min_row=1, max_row=1 + _FORMULA_ROWS, values_only=True))
+        rows = list(book[sheet].iter_rows(min_row=top, max_row=top + _FORMULA_ROWS, values_only=True))
     finally:
         book.close()
     found = []
     for i in empty:
-        for row, cells in enumerate(rows[1:], start=2):
+        for row, cells in enumerate(rows[1:], start=top + 1):
             cell = cells[i] if i < len(cells) else None
             if isinstance(cell, str) and cell.startswith("=") or "Formula" in type(cell).__name__:
                 found.append(f"'{names[i]}' ({getattr(cell, 'text', cell)!s} in row {row})")
@@ -658,14 +664,19 @@ def _read_arff(path: Path, where: str, encoding: str = "utf-8") -> pd.DataFrame:
 
 def _read_local(path: Path, where: str, key: str = "the source", delimiter: str = ",",
                 encoding: str = "utf-8", sheet: str | int | None = None, tag: str = "fetch",
-                target: str | None = None) -> pd.DataFrame:
+                target: str | None = None, top: int = 1) -> pd.DataFrame:
     """The file as it is: a CSV (fields separated by ``delimiter``, text in ``encoding``) as text
     (every cell a string, nothing converted), a parquet file with its own column types, a sheet
-    of an Excel workbook with the types pandas infers, an ARFF file with its attributes' types."""
+    of an Excel workbook with the types pandas infers, an ARFF file with its attributes' types; a
+    CSV's or sheet's column names on its line or row ``top`` (``header_row``), those above left out."""
     kind = local_format(path)
     kind = "csv" if kind == "tsv" else kind  # a TSV is a CSV with its own delimiter
     opened = _text_encoding(encoding)
-    skip = _declared_delimiter_line(path, where, key, delimiter, opened, tag) if kind == "csv" else 0
+    skip = _declared_delimiter_line(path, where, key, delimiter, opened, tag) if kind == "csv" and top == 1 else 0
+    if kind == "csv" and top > 1:
+        skip = top - 1
+        log(f"[{tag}] {where}: the column names read from line {top} ('{key}.header_row'), the {top - 1} "
+            f"line(s) above it left out")
     try:
         if kind == "csv":
             read = dict(sep=delimiter, encoding=opened, dtype=str, keep_default_na=False, na_filter=False,
@@ -684,7 +695,7 @@ def _read_local(path: Path, where: str, key: str = "the source", delimiter: str 
                 _warn_short_rows(frame, path, delimiter, opened, where, tag, skip)
                 frame = _without_header_rows(frame, [column_name(h) for h in header], where, tag)
         elif kind == "excel":
-            frame = _read_excel(path, where, key, sheet, tag)
+            frame = _read_excel(path, where, key, sheet, tag, top)
         elif kind == "arff":
             frame = _read_arff(path, where, encoding)
         else:
@@ -823,7 +834,7 @@ def _without_trailing_field(frame: pd.DataFrame, path: Path, read: dict, where: 
 
 
 def _names_below(path: Path, target: str, delimiter: str = ",", opened: str = "utf-8-sig",
-                 sheet: str | int | None = None) -> str:
+                 sheet: str | int | None = None, key: str = "the source") -> str:
     """Where a CSV's or a sheet's column names are when lines above them (a title, notes) come
     first: the text that says so and what to do, when one of the first 30 lines below the first
     has a cell that is the target's name; '' otherwise."""
@@ -843,8 +854,8 @@ def _names_below(path: Path, target: str, delimiter: str = ",", opened: str = "u
     place = f"row {found + 1} of the sheet" if excel else f"line {found + 1} of the file"
     unit = "row" if excel else "line"
     above = f"the {found} {unit}s" if found > 1 else f"the {unit}"
-    return (f"the column names, with '{target.strip()}', are on {place}, below a title or notes: delete "
-            f"{above} above them")
+    return (f"the column names, with '{target.strip()}', are on {place}, below a title or notes: set "
+            f"header_row: {found + 1} in '{key}' (or delete {above} above them)")
 
 
 def _top_cells(book, sheet: str | int, rows: int = 30) -> list[list[str]]:
@@ -867,8 +878,8 @@ def _sheet_with(path: Path, target: str, sheet: str | int | None, key: str) -> s
                     continue
                 for row, cells in enumerate(_top_cells(book, name)):
                     if target.strip() in [c.strip() for c in cells]:
-                        return (f"the sheet '{name}' has it, on row {row + 1}: set sheet: '{name}' in '{key}'"
-                                + ("" if row == 0 else f", and delete the {row} row(s) above it"))
+                        return (f"the sheet '{name}' has it, on row {row + 1}: set sheet: '{name}'"
+                                + ("" if row == 0 else f" and header_row: {row + 1}") + f" in '{key}'")
     except (ValueError, OSError, KeyError, IndexError, zipfile.BadZipFile):
         return ""
     return ""
@@ -877,7 +888,7 @@ def _sheet_with(path: Path, target: str, sheet: str | int | None, key: str) -> s
 def _csv_hint(path: Path, target: str | None, delimiter: str, key: str, opened: str) -> str:
     """What a CSV whose rows do not fit its header most likely needs: the lines above its column
     names deleted (``_names_below``), or another delimiter."""
-    below = _names_below(path, target, delimiter, opened) if target else ""
+    below = _names_below(path, target, delimiter, opened, key=key) if target else ""
     return f": {below}" if below else _delimiter_hint(path, delimiter, key, opened)
 
 
@@ -2730,7 +2741,8 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
     if not path.is_file():
         raise DataError(f"{where}: file not found{_not_found_hint(root, source.path)}")
     delimiter = csv_delimiter(source)
-    frame = _read_local(path, where, key, delimiter, source.encoding, source.sheet, stage, source.target)
+    frame = _read_local(path, where, key, delimiter, source.encoding, source.sheet, stage, source.target,
+                        source.header_row)
     # a workbook's cells holding a formula's error, which pandas reads as empty: column -> error -> cells
     sheet_errors = {frame.columns[i]: found for i, found in frame.attrs.pop(SHEET_ERRORS, {}).items()
                     if i < frame.shape[1]}
@@ -2743,7 +2755,7 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         close = [c for c in frame.columns if c.lower() == source.target.lower()]
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         below = "" if close or local_format(path) not in ("csv", "tsv", "excel") else _names_below(
-            path, source.target, delimiter, _text_encoding(source.encoding), source.sheet)
+            path, source.target, delimiter, _text_encoding(source.encoding), source.sheet, key)
         other = "" if close or below or local_format(path) != "excel" else _sheet_with(path, source.target, source.sheet,
                                                                                         key)
         if below:
