@@ -98,6 +98,9 @@ CASES = [
     ("angles ('1°14′2.4″S')", angle, {}),
     ("footnote marks ('1.233*' in a tenth)", lambda v: f"{v:.3f}*" if tenth(v) else f"{v:.3f}", {}),
     ("Eurostat flags ('1.233 p' in a tenth)", lambda v: f"{v:.3f} p" if tenth(v) else f"{v:.3f}", {}),
+    ("a unit word, named in numeric ('1.233 kg')", lambda v: f"{v:.3f} kg", {"numeric": ["x1"]}),
+    ("magnitudes, named in numeric ('1.233k')", lambda v: f"{v:.3f}k" if v > 0 else f"{v * 1000:.0f}",
+     {"numeric": ["x1"]}),
 ]
 
 
@@ -147,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
             for column in (columns[0] if columns else ("x1",)):
                 frame[column] = [fmt(v) for v in frame[column]]
             ruled = accuracy(read(root, frame, options), args.episodes, args.epochs)
-            text = accuracy(read(root, frame, {**options, "categorical": ["x1"]}), args.episodes, args.epochs)
+            as_text = {k: v for k, v in options.items() if k != "numeric"}  # x1 in one of the two lists
+            text = accuracy(read(root, frame, {**as_text, "categorical": ["x1"]}), args.episodes, args.epochs)
             print(f"{case:42s} {ruled:12.2f} {text:8.2f} {ruled - text:+12.2f}")
     print(f"({args.episodes} episodes per shot, {args.epochs} epochs; {time.perf_counter() - started:.0f} s)")
     return 0
