@@ -133,6 +133,11 @@ def read(root: Path, frame: pd.DataFrame, options: dict) -> pd.DataFrame:
     return table
 
 
+def as_text(options: dict) -> dict:
+    """A case's options with x1 named in `categorical` (and not in `numeric`: one type per column)."""
+    return {**{k: v for k, v in options.items() if k != "numeric"}, "categorical": ["x1"]}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--episodes", type=int, default=100, help="episodes per shot (default 100, the paper's)")
@@ -150,8 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             for column in (columns[0] if columns else ("x1",)):
                 frame[column] = [fmt(v) for v in frame[column]]
             ruled = accuracy(read(root, frame, options), args.episodes, args.epochs)
-            as_text = {k: v for k, v in options.items() if k != "numeric"}  # x1 in one of the two lists
-            text = accuracy(read(root, frame, {**as_text, "categorical": ["x1"]}), args.episodes, args.epochs)
+            text = accuracy(read(root, frame, as_text(options)), args.episodes, args.epochs)
             print(f"{case:42s} {ruled:12.2f} {text:8.2f} {ruled - text:+12.2f}")
     print(f"({args.episodes} episodes per shot, {args.epochs} epochs; {time.perf_counter() - started:.0f} s)")
     return 0

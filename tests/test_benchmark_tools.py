@@ -740,7 +740,7 @@ def test_own_table_rules_reads_every_case_by_its_rule_and_as_text(capsys):
             if case.startswith("bounds"):  # censored: the bound stands for the values below it
                 values = values.clip(lower=-1.5)
             assert ruled["x1"].corr(values) > 0.999, case  # the values, up to scale and origin
-            text = bench.read(root, frame, {**options, "categorical": ["x1"]})
+            text = bench.read(root, frame, bench.as_text(options))
             assert isinstance(text["x1"].dtype, pd.CategoricalDtype), case
     assert bench.main(["--episodes", "2", "--epochs", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
