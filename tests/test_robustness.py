@@ -3396,6 +3396,31 @@ def test_a_column_of_booleans_named_in_numeric_is_one_and_zero(repo):
     np.testing.assert_array_equal(read["flag"].to_numpy(), [float(bool(i % 3)) for i in range(rows)])
 
 
+def test_a_text_column_with_a_different_text_in_every_row_is_dropped(repo):
+    """A column of names or comments, a different text in every row, was categorical: its levels
+    (each one row) folded into 'other' with a warning, leaving a feature that marks 49 arbitrary
+    rows. It is dropped now, with a notice and its reason in the record; kept when named in
+    'categorical', when the table has no more rows than max_categories, when a cell repeats, and
+    when most cells hold digits (a measurement written oddly, '21.5°C', stays for its hint)."""
+    rows = 120
+    first, last = ["Ann", "Bob", "Cy", "Di", "Ed", "Flo"], ["Lee", "Kim", "Roe", "Fox", "Day"]
+    names = [f"{first[i % 6]} {last[i // 6 % 5]} {'ABCD'[i // 30]}" for i in range(rows)]
+    frame = pd.DataFrame({"name": names, "temp": [f"{20 + i / 10:.1f}\u00b0C" for i in range(rows)],
+                          "town": [first[i % 6] for i in range(rows)], "x": [i / 7 for i in range(rows)],
+                          "label": ["ab"[i % 2] for i in range(rows)]})
+    read, records = _read_own(repo, "people", frame)
+    assert "name" not in read.columns and records["name"]["kind"] == "dropped"
+    assert records["name"]["reason"] == "a different text in every row" and records["name"]["notices"] == [
+        "column 'name' dropped: a different text in every one of its 120 rows (e.g. 'Ann Lee A', 'Bob Lee A'), as a "
+        "name or a comment has, which tells the rows apart but no row like another; list it in "
+        "'sources.people.categorical' to keep it"]
+    assert records["temp"]["kind"] == "categorical" and records["town"]["kind"] == "categorical"
+    read, records = _read_own(repo, "people", frame, categorical=["name"])
+    assert records["name"]["kind"] == "categorical"
+    read, records = _read_own(repo, "people", frame.head(40))
+    assert records["name"]["kind"] == "categorical"
+
+
 def test_missing_values_find_cells_written_as_excels_text_formula(repo):
     """A cell written as Excel's text formula ('="unknown"', '="-999"') is read as the text it gives,
     but 'missing_values' was matched before that: the listed value marked nothing, a warning said no

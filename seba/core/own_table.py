@@ -2218,12 +2218,21 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             if forced is None and read_as == "text":
                 hint = _text_hint(column, distinct if distinct is not None else _Cells.of(text), key,
                                   source.date_order)
+                several = None if hint else _several_units(column, text.dropna(), source)
                 if hint:
                     record["notices"].append(hint)
-                else:
-                    several = _several_units(column, text.dropna(), source)
-                    if several:
-                        record["warnings"].append(several)
+                elif several:
+                    record["warnings"].append(several)
+                elif (len(text) > source.max_categories and text.notna().all() and text.nunique() == len(text)
+                      and text.str.contains(r"\d", regex=True).mean() < 0.5):
+                    # names, free text (not a measurement written oddly: most cells without a digit):
+                    # each level one row, which no other row shares
+                    record.update(kind="dropped", reason="a different text in every row")
+                    record["notices"].append(
+                        f"column '{column}' dropped: a different text in every one of its {len(text)} rows (e.g. "
+                        f"'{text.iloc[0]}', '{text.iloc[1]}'), as a name or a comment has, which tells the rows "
+                        f"apart but no row like another; list it in '{key}.categorical' to keep it")
+                    return record, None
     record["kind"] = kind
     return _finish_column(column, values, record, source, key)
 
