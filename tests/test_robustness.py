@@ -3421,6 +3421,33 @@ def test_a_text_column_with_a_different_text_in_every_row_is_dropped(repo):
     assert records["name"]["kind"] == "categorical"
 
 
+def test_a_column_with_a_different_code_in_every_row_is_dropped(repo):
+    """A column of ids written as codes ('P-00017': letters before a zero-padded number) was folded
+    into 'other' with a hint that 'P-' may be a unit to list in 'numeric'. It is dropped now, with a
+    notice naming how its codes are written; amounts after a unit word ('USD 775', 'USD 1020': no
+    padding, numbers of several widths) keep their hint, and the codes stay when named in
+    'categorical' or when a code repeats."""
+    rows = 120
+    frame = pd.DataFrame({"pid": [f"P-{(i * 7919) % 100000:05d}" for i in range(rows)],
+                          "sku": [f"A-{i:04d}-X" for i in range(rows)],
+                          "usd": [f"USD {700 + 3 * i}" for i in range(rows)],
+                          "x": [i / 7 for i in range(rows)], "label": ["ab"[i % 2] for i in range(rows)]})
+    read, records = _read_own(repo, "codes", frame)
+    assert list(read.columns) == ["usd", "x", "class"]
+    assert records["pid"]["reason"] == records["sku"]["reason"] == "a different code in every row"
+    assert records["pid"]["notices"] == [
+        "column 'pid' dropped: a different code in every one of its 120 rows (e.g. 'P-00000', 'P-07919'), 'P-' "
+        "before numbers of 5 digits, some with leading zeros, as ids are written, which tells the rows apart but "
+        "no row like another; list it in 'sources.codes.categorical' to keep it"]
+    assert "'A-' before and '-X' after numbers of 4 digits" in records["sku"]["notices"][0]
+    assert records["usd"]["kind"] == "categorical" and "preceded by 'USD'" in records["usd"]["notices"][0]
+    read, records = _read_own(repo, "codes", frame, categorical=["pid"])
+    assert records["pid"]["kind"] == "categorical"
+    frame.loc[1, "pid"] = frame.loc[0, "pid"]
+    read, records = _read_own(repo, "codes", frame)
+    assert records["pid"]["kind"] == "categorical" and "'P-' is a unit" in records["pid"]["notices"][0]
+
+
 def test_missing_values_find_cells_written_as_excels_text_formula(repo):
     """A cell written as Excel's text formula ('="unknown"', '="-999"') is read as the text it gives,
     but 'missing_values' was matched before that: the listed value marked nothing, a warning said no

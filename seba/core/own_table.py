@@ -2219,12 +2219,20 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                 hint = _text_hint(column, distinct if distinct is not None else _Cells.of(text), key,
                                   source.date_order)
                 several = None if hint else _several_units(column, text.dropna(), source)
+                unique = len(text) > source.max_categories and text.notna().all() and text.nunique() == len(text)
+                code = _code_written(text) if unique else None
+                if code:  # 'P-00017', 'ID0451': not a unit before numbers, which the hint would say
+                    record.update(kind="dropped", reason="a different code in every row")
+                    record["notices"].append(
+                        f"column '{column}' dropped: a different code in every one of its {len(text)} rows (e.g. "
+                        f"'{text.iloc[0]}', '{text.iloc[1]}'), {code}, as ids are written, which tells the rows "
+                        f"apart but no row like another; list it in '{key}.categorical' to keep it")
+                    return record, None
                 if hint:
                     record["notices"].append(hint)
                 elif several:
                     record["warnings"].append(several)
-                elif (len(text) > source.max_categories and text.notna().all() and text.nunique() == len(text)
-                      and text.str.contains(r"\d", regex=True).mean() < 0.5):
+                elif unique and text.str.contains(r"\d", regex=True).mean() < 0.5:
                     # names, free text (not a measurement written oddly: most cells without a digit):
                     # each level one row, which no other row shares
                     record.update(kind="dropped", reason="a different text in every row")
@@ -2235,6 +2243,26 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                     return record, None
     record["kind"] = kind
     return _finish_column(column, values, record, source, key)
+
+
+# a code: the same letters (and marks) around a number of one width ('P-00017', 'ID0451', 'A-0012-X')
+_CODE = r"(?P<before>[^\d\s]*[^\W\d_][^\d\s]*?|[#№]?)[ ]?(?P<number>\d+)(?P<after>[^\d\s]*)"
+
+
+def _code_written(text: pd.Series) -> str | None:
+    """How a column's cells are written when each is a code, for the notice that drops it: the same
+    letters before (or after) a number of one width, with leading zeros in some cells ('P-00017'),
+    as ids are padded and amounts never are ('USD 775' beside 'USD 1020': a unit). None otherwise."""
+    parts = text.str.extract(rf"^{_CODE}$")
+    if parts["number"].isna().any() or parts["before"].nunique() != 1 or parts["after"].nunique() != 1:
+        return None
+    number = parts["number"]
+    if number.str.len().nunique() != 1 or not number.str.startswith("0").any() or not (
+            parts["before"].iloc[0] or parts["after"].iloc[0]):
+        return None
+    around = " and ".join(f"'{w}' {where}" for w, where in ((parts["before"].iloc[0], "before"),
+                                                            (parts["after"].iloc[0], "after")) if w)
+    return f"{around} numbers of {number.str.len().iloc[0]} digits, some with leading zeros"
 
 
 def _finish_column(column: str, values: pd.Series, record: dict, source, key: str) -> tuple[dict, pd.Series | None]:
