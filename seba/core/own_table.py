@@ -2222,27 +2222,27 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                 unique = len(text) > source.max_categories and text.notna().all() and text.nunique() == len(text)
                 code = _code_written(text) if unique else None
                 if code:  # 'P-00017', 'ID0451': not a unit before numbers, which the hint would say
-                    record.update(kind="dropped", reason="a different code in every row")
-                    record["notices"].append(
-                        f"column '{column}' dropped: a different code in every one of its {len(text)} rows (e.g. "
-                        f"'{text.iloc[0]}', '{text.iloc[1]}'), {code}, as ids are written, which tells the rows "
-                        f"apart but no row like another; list it in '{key}.categorical' to keep it")
-                    return record, None
+                    return _dropped_unique(record, column, text, key, "code", f"{code}, as ids are written"), None
                 if hint:
                     record["notices"].append(hint)
                 elif several:
                     record["warnings"].append(several)
                 elif unique and text.str.contains(r"\d", regex=True).mean() < 0.5:
-                    # names, free text (not a measurement written oddly: most cells without a digit):
-                    # each level one row, which no other row shares
-                    record.update(kind="dropped", reason="a different text in every row")
-                    record["notices"].append(
-                        f"column '{column}' dropped: a different text in every one of its {len(text)} rows (e.g. "
-                        f"'{text.iloc[0]}', '{text.iloc[1]}'), as a name or a comment has, which tells the rows "
-                        f"apart but no row like another; list it in '{key}.categorical' to keep it")
-                    return record, None
+                    # names, free text (not a measurement written oddly: most cells without a digit)
+                    return _dropped_unique(record, column, text, key, "text", "as a name or a comment has"), None
     record["kind"] = kind
     return _finish_column(column, values, record, source, key)
+
+
+def _dropped_unique(record: dict, column: str, text: pd.Series, key: str, what: str, written: str) -> dict:
+    """``record`` of a text column with a different ``what`` (text, code) in every row, dropped:
+    each level would be one row, which no other row shares."""
+    record.update(kind="dropped", reason=f"a different {what} in every row")
+    record["notices"].append(
+        f"column '{column}' dropped: a different {what} in every one of its {len(text)} rows (e.g. "
+        f"'{text.iloc[0]}', '{text.iloc[1]}'), {written}, which tells the rows apart but no row like another; "
+        f"list it in '{key}.categorical' to keep it")
+    return record
 
 
 # a code: the same letters (and marks) around a number of one width ('P-00017', 'ID0451', 'A-0012-X')
