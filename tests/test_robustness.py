@@ -3425,8 +3425,8 @@ def test_a_column_with_a_different_code_in_every_row_is_dropped(repo):
     """A column of ids written as codes ('P-00017': letters before a zero-padded number) was folded
     into 'other' with a hint that 'P-' may be a unit to list in 'numeric'. It is dropped now, with a
     notice naming how its codes are written; amounts after a unit word ('USD 775', 'USD 1020': no
-    padding, numbers of several widths) keep their hint, and the codes stay when named in
-    'categorical' or when a code repeats."""
+    padding, numbers of several widths) and periods ('Week 001': a space before the number) keep
+    their hint, and the codes stay when named in 'categorical' or when a code repeats."""
     rows = 120
     frame = pd.DataFrame({"pid": [f"P-{(i * 7919) % 100000:05d}" for i in range(rows)],
                           "sku": [f"A-{i:04d}-X" for i in range(rows)],
@@ -3438,8 +3438,12 @@ def test_a_column_with_a_different_code_in_every_row_is_dropped(repo):
     assert records["pid"]["notices"] == [
         "column 'pid' dropped: a different code in every one of its 120 rows (e.g. 'P-00000', 'P-07919'), 'P-' "
         "before numbers of 5 digits, some with leading zeros, as ids are written, which tells the rows apart but "
-        "no row like another; list it in 'sources.codes.categorical' to keep it"]
+        "no row like another; list it in 'sources.codes.numeric' to read its numbers (if they count or measure "
+        "something) or in 'sources.codes.categorical' to keep it"]
     assert "'A-' before and '-X' after numbers of 4 digits" in records["sku"]["notices"][0]
+    weeks = frame.assign(pid=[f"Week {i + 1:03d}" for i in range(rows)])  # a space: periods counted, not ids
+    read, records = _read_own(repo, "codes", weeks)
+    assert records["pid"]["kind"] == "categorical" and "'Week' is a unit" in records["pid"]["notices"][0]
     assert records["usd"]["kind"] == "categorical" and "preceded by 'USD'" in records["usd"]["notices"][0]
     read, records = _read_own(repo, "codes", frame, categorical=["pid"])
     assert records["pid"]["kind"] == "categorical"

@@ -2222,7 +2222,9 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
                 unique = len(text) > source.max_categories and text.notna().all() and text.nunique() == len(text)
                 code = _code_written(text) if unique else None
                 if code:  # 'P-00017', 'ID0451': not a unit before numbers, which the hint would say
-                    return _dropped_unique(record, column, text, key, "code", f"{code}, as ids are written"), None
+                    return _dropped_unique(record, column, text, key, "code", f"{code}, as ids are written",
+                                           f"'{key}.numeric' to read its numbers (if they count or measure "
+                                           f"something) or in "), None
                 if hint:
                     record["notices"].append(hint)
                 elif several:
@@ -2234,19 +2236,21 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
     return _finish_column(column, values, record, source, key)
 
 
-def _dropped_unique(record: dict, column: str, text: pd.Series, key: str, what: str, written: str) -> dict:
+def _dropped_unique(record: dict, column: str, text: pd.Series, key: str, what: str, written: str,
+                    keep: str = "") -> dict:
     """``record`` of a text column with a different ``what`` (text, code) in every row, dropped:
-    each level would be one row, which no other row shares."""
+    each level would be one row, which no other row shares; ``keep``, another way to keep it."""
     record.update(kind="dropped", reason=f"a different {what} in every row")
     record["notices"].append(
         f"column '{column}' dropped: a different {what} in every one of its {len(text)} rows (e.g. "
         f"'{text.iloc[0]}', '{text.iloc[1]}'), {written}, which tells the rows apart but no row like another; "
-        f"list it in '{key}.categorical' to keep it")
+        f"list it in {keep}'{key}.categorical' to keep it")
     return record
 
 
-# a code: the same letters (and marks) around a number of one width ('P-00017', 'ID0451', 'A-0012-X')
-_CODE = r"(?P<before>[^\d\s]*[^\W\d_][^\d\s]*?|[#№]?)[ ]?(?P<number>\d+)(?P<after>[^\d\s]*)"
+# a code: the same letters (and marks) around a number of one width ('P-00017', 'ID0451', 'A-0012-X'),
+# with no space before the number ('Week 001', 'Day 07' count periods)
+_CODE = r"(?P<before>[^\d\s]*[^\W\d_][^\d\s]*?|[#№]?)(?P<number>\d+)(?P<after>[^\d\s]*)"
 
 
 def _code_written(text: pd.Series) -> str | None:
