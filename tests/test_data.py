@@ -194,14 +194,14 @@ def test_numbers_are_read_in_the_declared_convention_only(thousands, decimal, ce
 def test_a_column_of_plain_numbers_is_read_in_one_cast_to_the_same_values(monkeypatch, cells, fast):
     """parse_numbers reads a column of finite plainly written numbers in one Arrow cast: the
     float64 values, bit for bit, that the cell-by-cell path gives; any other column goes that path."""
-    import seba.core.own_table as own_table
+    import seba.core.own_table.numbers as numbers
 
     text = pd.Series(cells, dtype="string")
     taken = []
-    cast = own_table._plain_floats
-    monkeypatch.setattr(own_table, "_plain_floats", lambda t: taken.append(cast(t) is not None) or cast(t))
+    cast = numbers._plain_floats
+    monkeypatch.setattr(numbers, "_plain_floats", lambda t: taken.append(cast(t) is not None) or cast(t))
     values = parse_numbers(text)
-    monkeypatch.setattr(own_table, "_plain_floats", lambda t: None)
+    monkeypatch.setattr(numbers, "_plain_floats", lambda t: None)
     slow = parse_numbers(text)
     assert taken == [fast]
     assert values.to_numpy().view(np.int64).tolist() == slow.to_numpy().view(np.int64).tolist(), (list(values), list(slow))
@@ -331,7 +331,7 @@ def test_infinite_words_are_infinite():
      ["2020-01-31", "2020-01-02", "2024-02-29 13:05", "1969-03-01", "2068-03-01"]),
 ])
 def test_dates_in_a_given_order_with_two_digit_years_as_percent_y(order, cells, expected):
-    from seba.core.own_table import _Cells, _ordered_dates
+    from seba.core.own_table.notations import _Cells, _ordered_dates
     written = pd.Series(cells * 5 + ["30/02/2020" if order == "dmy" else "02/30/2020"], dtype="string")
     dates = _ordered_dates(_Cells.of(written), order)
     assert list(dates[:5]) == [pd.Timestamp(e) for e in expected]
@@ -341,7 +341,7 @@ def test_dates_in_a_given_order_with_two_digit_years_as_percent_y(order, cells, 
 
 
 def test_clock_times_are_hours():
-    from seba.core.own_table import _Cells, _clock_times
+    from seba.core.own_table.notations import _Cells, _clock_times
     cells = ["12:30", "7:05:30", "7:05 PM", "12:00 AM", "12:15 pm", "7:05 p.m.", "125:30", "13:00 PM", "10:75", None]
     hours = _clock_times(_Cells.of(pd.Series(cells * 3, dtype="string")))
     assert list(hours[:7]) == pytest.approx([12.5, 7 + 5.5 / 60, 19 + 5 / 60, 0, 12.25, 19 + 5 / 60, 125.5])
@@ -351,7 +351,7 @@ def test_clock_times_are_hours():
 
 
 def test_numbers_in_parentheses_are_negatives_only_beside_numbers_without():
-    from seba.core.own_table import _parenthesised_negatives
+    from seba.core.own_table.notations import _parenthesised_negatives
     text = pd.Series(["(1,234.50)", "12", "($5)", "(12%)", "( 7 )", "(n/a)", "(-3)", None], dtype="string")
     assert list(_parenthesised_negatives(text).fillna("<NA>")) == [
         "-1,234.50", "12", "-$5", "-12%", "-7", "(n/a)", "(-3)", "<NA>"]  # a word or a signed number: not accounting
@@ -360,7 +360,7 @@ def test_numbers_in_parentheses_are_negatives_only_beside_numbers_without():
 
 
 def test_bounds_trailing_minuses_and_fractions_are_written_as_plain_numbers():
-    from seba.core.own_table import _other_notations
+    from seba.core.own_table.notations import _other_notations
     text = pd.Series(["<0,5", "12", "3-", "1/2", None, "5 1/4", ">= 7", "-1 1/2", "1/2"], dtype="string")
     rewritten, masks = _other_notations(text, ",")  # a fraction's value in the column's decimal mark
     assert list(rewritten.fillna("<NA>")) == ["0,5", "12", "-3", "0,5", "<NA>", "5,25", "7", "-1,5", "0,5"]
@@ -539,7 +539,7 @@ def test_zero_padded_cells_read_from_an_arrow_arrays_bytes_match_the_rules_patte
 
     import pyarrow as pa
 
-    from seba.core.own_table import _ZERO_PADDED, _zero_padded_cells
+    from seba.core.own_table.numbers import _ZERO_PADDED, _zero_padded_cells
 
     rng = np.random.default_rng(3)
     pieces = ["", "+", "-"], ["0", "00", "1", "10", "07", "0007"], ["", ".", ".5", "5", "e3", "E-2"]

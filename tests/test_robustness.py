@@ -2180,7 +2180,7 @@ def test_invisible_characters_at_the_edges_of_cells_and_names_are_stripped_with_
 
 
 def test_a_parquet_column_with_a_blank_name_is_named_as_a_csv_would_name_it(repo):
-    from seba.core.own_table import _read_local
+    from seba.core.own_table.files import _read_local
 
     frame = pd.DataFrame({"x": [1.0, 2.0], " ": [3.0, 4.0], "label": ["a", "b"]})
     frame.to_parquet(repo / "data" / "local" / "blank.parquet")
