@@ -238,3 +238,17 @@ def test_stage_scripts_are_thin():
     what a stage does is in `seba`, where the tests and the dependency check see it."""
     long = {p.name: n for p in (ROOT / "stages").glob("*.py") if (n := len(p.read_text().splitlines())) > 40}
     assert not long, f"stage scripts over 40 lines: {long}"
+
+
+def test_each_own_table_module_imports_only_those_before_it():
+    """seba/core/own_table's modules in their order (numbers, files, notations, columns, then the
+    package's __init__): a module that imports a later one makes a cycle, which breaks the import of
+    whichever module is loaded first."""
+    order = ["numbers", "files", "notations", "columns", "__init__"]
+    folder = "seba/core/own_table"
+    assert sorted(p.stem for p in (ROOT / folder).glob("*.py")) == sorted(order), "a module not in the order"
+    for i, name in enumerate(order):
+        found, _ = seba_imports(f"{folder}/{name}.py")
+        own = {Path(f).stem for f in found if f.startswith(folder + "/")} - {name, "__init__"}
+        later = own - set(order[:i])
+        assert not later, f"{folder}/{name}.py imports {sorted(later)}, which come after it"
