@@ -758,7 +758,8 @@ def test_an_excel_sheet_keeps_text_cells_as_written(repo, capsys):
     err = capsys.readouterr().err
     assert set(frame["zip"].cat.categories) == {f"{int(v):05d}" for i, v in enumerate(order) if i % 10}
     assert "column 'size': 4 cell(s) marked missing ('n/a' x4)" in err
-    assert "dropped 4 rows without a target, 4 of them for a missing-value mark ('NA' x4)" in err
+    assert "dropped 4 rows without a target (data rows " in err
+    assert "4 of them for a missing-value mark ('NA' x4)" in err
     records = {r["column"]: r for r in info["columns"]}
     assert records["size"]["kind"] == "numeric" and records["size"]["converted"] == {"n/a": 4}
     assert records["when"]["read_as"] == "datetimes" and records["flag"]["read_as"] == "text"  # bools beside a gap
@@ -997,7 +998,7 @@ def test_an_awkward_local_table_is_read_and_encoded(repo, monkeypatch, capsys):
                                            "categorical": ["code"], "max_categories": 10}))
     code, output = run_stage_script("fetch", ["--dataset", "mine"], monkeypatch, capsys)
     assert code == 0, output
-    assert "dropped 1 rows without a target" in output
+    assert "dropped 1 row without a target (data row " in output
     assert "dropped all-missing column 'empty'" in output
     assert "column 'id_like' has 89 levels > max_categories 10" in output
     raw = pd.read_parquet(repo / "data" / "raw" / "mine.parquet")
@@ -2734,14 +2735,15 @@ def test_a_target_class_spelled_like_a_missing_value_mark_warns_when_its_rows_ar
     """Rows whose target is a missing-value mark are dropped as rows without a target; where three
     or more are ('None' x10: as many as a class needs), the note is a warning naming the mark and
     the fix (write the class another way), not a bare count. An empty target cell alone stays a
-    notice."""
+    notice. Both name the rows (a total below the table has no class)."""
     from seba.core.config import SourceConfig
     from seba.core.own_table import load_local_table
 
     rows = "".join(f"{i % 7},{i % 5}.5,{('mild', 'severe', 'None')[i % 3]}\n" for i in range(30))
     (repo / "data" / "local" / "marks.csv").write_text("a,b,label\n" + rows + "1,2,\n")
     read, info = load_local_table("marks", SourceConfig(path="data/local/marks.csv", target="label"), repo)
-    assert info["notes"] == ["WARNING dropped 11 rows without a target, 10 of them for a missing-value mark "
+    assert info["notes"] == ["WARNING dropped 11 rows without a target (data rows 3, 6, 9, 12, 15, ...), 10 of them "
+                             "for a missing-value mark "
                              "('None' x10), which may be a class ('None', 'NA' for North America): to keep such "
                              "rows, write that class another way in the file"]
     assert "WARNING dropped 11 rows" in capsys.readouterr().err and len(read) == 20
@@ -2749,7 +2751,7 @@ def test_a_target_class_spelled_like_a_missing_value_mark_warns_when_its_rows_ar
     rows = "".join(f"{i % 7},{i % 5}.5,{('mild', 'severe')[i % 2]}\n" for i in range(30))
     (repo / "data" / "local" / "marks.csv").write_text("a,b,label\n" + rows + "1,2,\n3,4,?\n")
     _, info = load_local_table("marks", SourceConfig(path="data/local/marks.csv", target="label"), repo)
-    assert info["notes"] == ["dropped 2 rows without a target"]
+    assert info["notes"] == ["dropped 2 rows without a target (data rows 31, 32)"]
 
 
 def test_a_header_less_column_of_measurements_is_kept_where_an_index_would_be_dropped(repo):

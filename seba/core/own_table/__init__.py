@@ -111,15 +111,18 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         notes.append(_invisible_note(f"target column '{source.target}'", invisible))
     unlabeled = int(target.isna().sum())
     if unlabeled:
+        # which rows: a total or a note below the table ('Total', the sums) has no class
+        dropped = (f"dropped {unlabeled} row{'s' if unlabeled > 1 else ''} without a target "
+                   f"(data {_rows(frame.index[target.isna()] + 1)})")
         frame, target = frame[target.notna()], target[target.notna()]
         marks, errors = _split_errors(marks)
         errors = {**errors, **sheet_errors.get(source.target, {})}
         marked = sum(marks.values())
-        notes.append(f"WARNING dropped {unlabeled} rows without a target, {marked} of them for a missing-value "
-                     f"mark ({_quote(marks)}), which may be a class ('None', 'NA' for North America): to keep such "
-                     f"rows, write that class another way in the file"
+        notes.append(f"WARNING {dropped}, {marked} of them for a missing-value mark ({_quote(marks)}), which may "
+                     f"be a class ('None', 'NA' for North America): to keep such rows, write that class another "
+                     f"way in the file"
                      if marked >= 3  # as many as a class needs: 'None' or 'NA' may be one
-                     else f"dropped {unlabeled} rows without a target")
+                     else dropped)
         if errors:  # a class computed by a formula that failed
             notes.append("WARNING " + _errors_note(f"target column '{source.target}'", errors)
                          + " (their rows are among those dropped)")
