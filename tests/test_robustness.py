@@ -3454,6 +3454,39 @@ def test_a_column_with_a_different_code_in_every_row_is_dropped(repo):
     assert records["pid"]["kind"] == "categorical" and "'P-' is a unit" in records["pid"]["notices"][0]
 
 
+def test_a_sheets_total_row_below_the_table_is_dropped_with_a_notice(repo):
+    """A report exported from a sheet ends in a total row ('Total', then the sums of the columns
+    above, the class codes summed too): it was read as a row of data, a class of its own that the
+    few-shot split refuses, or features 100 times their others. It is dropped with a notice naming
+    it and the columns it sums, also with a note below it; a row that reads 'Total' whose numbers
+    are not the sums stays."""
+    from seba.core.config import SourceConfig
+    from seba.core.own_table import load_local_table
+    from seba.core.raw import SCHEMA_ATTR
+
+    def read_own(frame):
+        frame.to_csv(repo / "data" / "local" / "report.csv", index=False)
+        return load_local_table("report", SourceConfig(path="data/local/report.csv", target="label"), repo)
+
+    rows = 100
+    frame = pd.DataFrame({"name": [f"item {i % 9}" for i in range(rows)], "x": [round(i / 3, 2) for i in range(rows)],
+                          "n": [1000 + 17 * i for i in range(rows)], "label": [i % 2 for i in range(rows)]})
+    sums = {"name": "Total", "x": round(frame["x"].sum(), 2), "n": int(frame["n"].sum()), "label": 50}
+    total = pd.concat([frame, pd.DataFrame([sums])], ignore_index=True)
+    read, info = read_own(total)
+    assert len(read) == rows and info["notes"] == [
+        "data row 101 dropped: it reads 'Total' (column 'name') and its numbers are the sums of the rows above it "
+        "('x', 'n', 'label'), as a sheet's total row is, not a row of data"]
+    assert info["dropped_rows"] == 1 and json.loads(read.attrs[SCHEMA_ATTR])["total_row"] == 101
+    noted = pd.concat([total, pd.DataFrame([{"name": "Source: the sales office"}])], ignore_index=True)
+    read, info = read_own(noted)
+    assert len(read) == rows and info["notes"][0].startswith("data row 101 dropped: it reads 'Total'")
+    assert info["notes"][1] == "dropped 1 row without a target (data row 102)"
+    other = pd.concat([frame, pd.DataFrame([{"name": "Total", "x": 2.5, "n": 1200, "label": 1}])], ignore_index=True)
+    read, info = read_own(other)
+    assert len(read) == rows + 1 and info["notes"] == []
+
+
 def test_missing_values_find_cells_written_as_excels_text_formula(repo):
     """A cell written as Excel's text formula ('="unknown"', '="-999"') is read as the text it gives,
     but 'missing_values' was matched before that: the listed value marked nothing, a warning said no

@@ -29,7 +29,7 @@ from seba.core.own_table.notations import (_NOTATIONS, _composed, _errors_note, 
                                            _spaces_note, _split_errors, _uncomputed_note)
 from seba.core.own_table.columns import (_column_record, _finish_column, _gives_the_class, _infer_column,
                                          _merge_spellings, _merged_note, _missing_values_marked, _repeated_rows,
-                                         _spelled, _spellings)
+                                         _spelled, _spellings, _without_total_row)
 
 pd = lazy_module("pandas")
 
@@ -93,6 +93,9 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         if source.target in names:
             raise DataError(f"{where}: the target '{source.target}' is listed in '{option}'")
     notes = [header_note] if header_note else []
+    frame, total_note, total_row = _without_total_row(frame, source)
+    if total_note:
+        notes.append(total_note)
     frame, marked_by_source, unused = _missing_values_marked(frame, source)
     if unused:  # a typo ('unknwon'), or a value written otherwise in the file ('N/A' for 'NA')
         cells = "no cell of its column" if isinstance(source.missing_values, dict) else "no feature cell"
@@ -247,10 +250,12 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
     empty = int(featureless.sum())
     if empty:
         table_counts["rows_without_features"] = empty
+    if total_row:
+        table_counts["total_row"] = total_row
     result.attrs[SCHEMA_ATTR] = json.dumps({"target": source.target, "rows_without_target": unlabeled, **table_counts,
                                             "columns": records})
-    return result, {"source": "local", "file": source.path, "sha256": sha256_file(path),
-                    "target": source.target, "dropped_rows": unlabeled + empty, "notes": notes, "columns": records}
+    return result, {"source": "local", "file": source.path, "sha256": sha256_file(path), "target": source.target,
+                    "dropped_rows": unlabeled + empty + bool(total_row), "notes": notes, "columns": records}
 
 
 def _with_missing_indicators(frame: pd.DataFrame, records: list[dict]) -> tuple[pd.DataFrame, list[dict], list[str]]:

@@ -658,6 +658,52 @@ def _index_like(column: str, values: pd.Series, kind: str, complete: bool) -> tu
     return None
 
 
+# the word a spreadsheet's total row is labelled with ('Total', 'Grand total', 'Sum', 'Gesamt', ...)
+_TOTAL_WORD = r"(?:grand |sub-?)?totals?:?|sum:?|summe|gesamt(?:summe)?|totale?|suma|somme"
+_TOTAL_ROWS_SEEN = 3  # the last rows looked at: a total may have a note or two below it
+
+
+def _without_total_row(frame: pd.DataFrame, source) -> tuple[pd.DataFrame, str | None, int | None]:
+    """``frame`` without a spreadsheet's total row, the notice that names it and its data row: one of the last
+    rows with a cell that reads 'Total' (or 'Sum', ...) whose numbers are the sums of the rows above
+    it in at least half the columns where it holds one (within what rounding the cells as written
+    leaves), as a report exported from a sheet has below its table. Such a row is no row of data: a
+    feature's value 100 times its others, and its class, if any, a sum of classes."""
+    if len(frame) < 3:
+        return frame, None, None
+    for position in range(len(frame) - 1, max(len(frame) - 1 - _TOTAL_ROWS_SEEN, 0), -1):
+        row = frame.iloc[position]
+        cells = pd.Series([str(v).strip() for v in row.to_numpy()], index=frame.columns, dtype="string")
+        worded = cells.str.fullmatch(_TOTAL_WORD, case=False).fillna(False).astype(bool)
+        if not worded.any():
+            continue
+        summed, held = [], 0
+        above = frame.iloc[:position]
+        for column in frame.columns[~worded.to_numpy()]:
+            total = parse_numbers(cells[[column]], source.thousands, source.decimal).iloc[0]
+            if not np.isfinite(total):
+                continue
+            held += 1
+            written = above[column].astype("string").str.strip()
+            values = parse_numbers(written, source.thousands, source.decimal)
+            if values.notna().sum() < 2 or values.notna().sum() < 0.9 * written.notna().sum():
+                continue
+            places = [len(c.rsplit(source.decimal, 1)[1]) if source.decimal in c else 0
+                      for c in (cells[column], *written.dropna().iloc[:1000])]
+            slack = 0.5 * 10.0 ** -places[0] + 0.5 * 10.0 ** -max(places[1:]) * int(values.notna().sum())
+            if abs(float(values.sum()) - total) <= slack + 1e-9 * abs(total):
+                summed.append(str(column))
+        if summed and 2 * len(summed) >= held:
+            shown = ", ".join(f"'{c}'" for c in summed[:_SHOWN]) + (", ..." if len(summed) > _SHOWN else "")
+            word = cells[worded].iloc[0]
+            return (frame.drop(index=frame.index[position]),
+                    f"data row {position + 1} dropped: it reads '{word}' (column '{frame.columns[worded][0]}') and "
+                    f"its numbers are the sums of the rows above it ({shown}), as a sheet's total row is, not a "
+                    f"row of data", position + 1)
+        return frame, None, None
+    return frame, None, None
+
+
 def _repeated_rows(table: pd.DataFrame) -> tuple[str | None, dict[str, int]]:
     """The notice for rows of a local table (its features and ``LABEL``) that repeat another row
     exactly, and for rows whose features another row of another class has (None when there are
