@@ -3126,9 +3126,17 @@ def test_numbers_with_a_footnote_mark_are_numbers_counted_per_column(repo):
     flagged = sum(1 for i in range(rows) if i % 5 == 0)
     assert records["y2020"]["kind"] == "numeric" and records["y2020"]["flagged"] == flagged
     assert records["y2020"]["notices"] == [
+        "column 'y2020': 2 cell(s) marked missing (':' x2)",
         f"column 'y2020': {flagged} number(s) written with a statistical flag after them ('p' provisional, 'e' "
         f"estimated, as Eurostat writes them) (e.g. '{plain[0]} bep'), read as the number ({float(plain[0]):g})"]
+    assert not records["y2020"]["warnings"]
     assert read["y2020"].iloc[5] == float(plain[5]) and np.isnan(read["y2020"].iloc[3])
+    # a sparse series: ':' in a third of the cells, and the World Bank's '..', are missing marks
+    sparse = pd.DataFrame({"gdp": [":" if i % 3 == 0 else ".." if i % 7 == 0 else v for i, v in enumerate(plain)],
+                           "x": plain, "label": frame["label"]})
+    read, records = _read_own(repo, "sparse", sparse)
+    assert records["gdp"]["kind"] == "numeric" and not records["gdp"]["warnings"]
+    assert records["gdp"]["converted"] == {":": sum(1 for i in range(rows) if i % 3 == 0), "..": sum(1 for i in range(rows) if i % 3 and i % 7 == 0)}
 
 
 def test_angles_in_degrees_minutes_and_seconds_are_decimal_degrees(repo):

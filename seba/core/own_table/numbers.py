@@ -22,10 +22,10 @@ SPREADSHEET_ERRORS = frozenset({"#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!"
                                 "#FIELD!", "#BLOCKED!", "#CONNECT!", "#BUSY!", "#UNKNOWN!", "#PYTHON!",
                                 "#GETTING_DATA", "#ERROR!", *(f"Err:{code}" for code in range(501, 541))})
 # Cells read as missing in every column of a local table: the tokens pandas reads as missing by
-# default, "?" (the UCI / OpenML mark) and the spreadsheet errors. Matched after stripping spaces,
-# case-sensitive.
-MISSING_TOKENS = frozenset({"", "?", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
-                            "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan",
+# default, "?" (the UCI / OpenML mark), ":" (Eurostat's "not available"), ".." (the World Bank's,
+# the OECD's and the UN's) and the spreadsheet errors. Matched after stripping spaces, case-sensitive.
+MISSING_TOKENS = frozenset({"", "?", ":", "..", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
+                            "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan",
                             "null"}) | SPREADSHEET_ERRORS
 NUMERIC_SHARE = 0.95  # a text column is numeric when this share of its non-missing cells are numbers
 _INDEX_NAME = re.compile(r"Unnamed: \d+")  # pandas' name for a header-less column (a written index)
