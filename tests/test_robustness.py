@@ -3495,6 +3495,29 @@ def test_a_sheets_total_row_below_the_table_is_dropped_with_a_notice(repo):
     assert len(read) == rows + 1 and info["notes"] == []
 
 
+def test_a_header_less_column_with_values_in_few_rows_is_dropped_as_beside_the_table(repo):
+    """Notes or a calculation written beside a table in a sheet ('Note: values in kg' in two rows,
+    a sum in one) come as a header-less column: it was kept, levels or a number marking those few
+    rows. It is dropped with a notice; a header-less column with values in more than a tenth of its
+    rows stays, and one named in 'categorical' too."""
+    rows = 200
+    notes, calc, half = [None] * rows, [None] * rows, [None if i % 2 else f"v{i % 3}" for i in range(rows)]
+    notes[0], notes[1], calc[5] = "Note: values in kg", "Source: survey 2020", 123.5
+    frame = pd.DataFrame({"x": [i / 3 for i in range(rows)], "y": [float(i % 5) for i in range(rows)],
+                          "Unnamed: 3": notes, "Unnamed: 4": calc, "Unnamed: 5": half,
+                          "label": ["ab"[i % 2] for i in range(rows)]})
+    read, records = _read_own(repo, "sheet", frame)
+    assert list(read.columns) == ["x", "y", "Unnamed: 5", "class"]
+    assert records["Unnamed: 3"]["reason"] == records["Unnamed: 4"]["reason"] == "beside the table"
+    assert records["Unnamed: 3"]["notices"] == [
+        "column 'Unnamed: 3' dropped: it has no header name and values in only 2 of its 200 rows (e.g. 'Note: "
+        "values in kg', 'Source: survey 2020'), as notes or a calculation beside a table have; list it in "
+        "'sources.sheet.numeric' or 'sources.sheet.categorical' to keep it"]
+    assert "values in only 1 of its 200 rows (e.g. '123.5')" in records["Unnamed: 4"]["notices"][0]
+    read, records = _read_own(repo, "sheet", frame, categorical=["Unnamed: 3"])
+    assert records["Unnamed: 3"]["kind"] == "categorical"
+
+
 def test_missing_values_find_cells_written_as_excels_text_formula(repo):
     """A cell written as Excel's text formula ('="unknown"', '="-999"') is read as the text it gives,
     but 'missing_values' was matched before that: the listed value marked nothing, a warning said no

@@ -355,7 +355,7 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
     # a date, timestamp, time or duration is information even when the table is sorted by it, one
     # row per day (days since the earliest: 0, 1, 2, ... as a row id's integers), or written as its index
     index_like = None if forced else _index_like(column, values, kind, not missing.any())
-    if index_like and "time_as" in record:
+    if index_like and "time_as" in record and index_like[0] != "beside the table":
         looks = ("it has no header name and a distinct value in every row, as a row index written into the file"
                  if index_like[0] == "row index" else "its values increase strictly from row to row, as a row id's do")
         record["notices"].append(f"column '{column}' kept: {looks}, but it holds times ({record['time_as']}), "
@@ -637,16 +637,25 @@ def _fractions(values: pd.Series, kind: str) -> bool:
     return bool((v[np.isfinite(v)] != np.round(v[np.isfinite(v)])).any())
 
 
+_BESIDE_SHARE = 0.1  # the most rows a header-less column holds values in that are taken for notes beside the table
+
+
 def _index_like(column: str, values: pd.Series, kind: str, complete: bool) -> tuple[str, str, bool] | None:
     """Why a column is a row index rather than a feature (short, long, and whether to warn: the
     column may be a feature), or None: a header-less column with a distinct value in every row (an
     index written with the table; ``_finish_column`` keeps one of numbers with fractions), or a
     column of integers that increase strictly from row to row
     (a row id; with gaps between them, also what a feature looks like when the table is sorted by
-    it, hence a warning). ``complete``: no cell of ``values`` is missing."""
+    it, hence a warning), or a header-less column with values in at most ``_BESIDE_SHARE`` of its
+    rows (notes or a calculation beside the table). ``complete``: no cell of ``values`` is missing."""
     if _INDEX_NAME.fullmatch(column) and complete and values.nunique() == len(values):
         return ("row index", "a row index written into the file (no header name, a distinct value in every row)",
                 False)
+    held = values.dropna()
+    if _INDEX_NAME.fullmatch(column) and len(held) <= _BESIDE_SHARE * len(values):
+        shown = ", ".join(f"'{v:g}'" if isinstance(v, float) else f"'{v}'" for v in held.iloc[:2])
+        return ("beside the table", f"it has no header name and values in only {len(held)} of its {len(values)} "
+                                    f"rows (e.g. {shown}), as notes or a calculation beside a table have", False)
     if kind == "numeric" and complete and len(values) >= 3:
         v = values.to_numpy()
         steps = np.diff(v)
