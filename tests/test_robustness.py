@@ -3294,7 +3294,8 @@ def test_numbers_written_with_several_units_get_a_notice_to_write_one(repo):
     'EUR 7') stay categorical text (converting between units is the user's), but the column's
     levels were folded into 'other' with no word of why: each unit alone was under the share the
     one-unit hint needs. A notice now names the units and asks for one; a column of one unit keeps
-    its notice, and numbers among many different words get none. Feet and inches ('5'11"') got the
+    its notice, and numbers among many different words, or after single letters ('C85', a cabin), get
+    none. Feet and inches ('5'11"') got the
     one-unit notice, to remove '"' (which leaves no number): theirs says to write one number. A list
     or mapping per cell ("['red', 'blue']", '{"math": 3}'), each distinct one a level, got no word:
     its notice says to write the items as columns."""
@@ -3307,6 +3308,7 @@ def test_numbers_written_with_several_units_get_a_notice_to_write_one(repo):
         "height": [f"{5 + i % 2}'{i % 12}\"" for i in range(rows)],
         "tags": [str(["red", "blue", "green"][: i % 4]) for i in range(rows)],
         "scores": [f'{{"math": {i}, "art": {i % 7}}}' for i in range(rows)],
+        "cabin": [f"{'ABCDE'[i % 5]}{i % 37 + 1}" for i in range(rows)],
         "label": ["ab"[i % 2] for i in range(rows)]})
     read, records = _read_own(repo, "units", frame)
     assert records["tags"]["kind"] == "categorical" and records["tags"]["notices"] == [
@@ -3331,6 +3333,8 @@ def test_numbers_written_with_several_units_get_a_notice_to_write_one(repo):
         "column 'mass' holds numbers followed by 'kg' (e.g. '1.00 kg'), read as categorical text: if 'kg' is a "
         "unit, list 'mass' in 'sources.units.numeric' to read them as the numbers without it"]
     assert records["notes"]["kind"] == "categorical" and not records["notes"]["notices"]
+    # single letters before numbers are codes (a cabin, a grid square), not units
+    assert records["cabin"]["kind"] == "categorical" and not records["cabin"]["notices"]
 
 
 def test_a_column_named_in_numeric_reads_numbers_written_with_one_word_as_the_numbers(repo):

@@ -558,8 +558,10 @@ def _text_hint(column: str, cells: _Cells, key: str, date_order: str | None = No
             return (f"column '{column}' holds numbers {placed} '{word}' (e.g. '{written[words == word].iloc[0]}'), "
                     f"read as categorical text: if '{word}' is a unit, list '{column}' in '{key}.numeric' to read "
                     f"them as the numbers without it")
-        # a few words, each too rare alone ('1374 g' beside '2.2 kg'): units of one quantity, most likely
-        if 1 < len(common) <= _FEW_UNITS and common.sum() >= needed:
+        # a few words, each too rare alone ('1374 g' beside '2.2 kg'): units of one quantity, most likely;
+        # not letters before numbers ('A15', 'C85': a cabin, a grid square, a seat), which are codes
+        lettered = placed == "preceded by" and all(len(str(w)) == 1 for w in common.index)
+        if 1 < len(common) <= _FEW_UNITS and common.sum() >= needed and not lettered:
             shown = ", ".join(f"'{w}' (e.g. '{written[words == w].iloc[0]}')" for w in common.index[:3])
             return (f"column '{column}' holds numbers {placed} {len(common)} different words ({shown}"
                     f"{', ...' if len(common) > 3 else ''}), read as categorical text: if they are units of one "
