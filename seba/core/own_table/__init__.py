@@ -5,7 +5,7 @@ file's format and encoding, its header, the notations its numbers, dates and tim
 in, missing-value marks, spreadsheet errors, codes, ids, repeated rows and the target's classes.
 ``load_local_table`` is the entry point; ``parse_numbers`` reads a column of numbers as written.
 
-``load_local_table`` is here; the package's other modules each use only those before it:
+This module holds ``load_local_table``; the package's other modules each use only those before it:
 ``numbers`` (the marks, patterns and number parsing all share), ``files`` (the file read into text
 cells), ``notations`` (what a column's cells are written as, the hints of what a text column
 holds) and ``columns`` (each column's type and record, the columns dropped, the checks across

@@ -284,15 +284,17 @@ def _infer_column(column: str, series: pd.Series, source, key: str, where: str) 
             if spaced:  # not for numbers, whose digit groups a no-break space separates ('1 234,5')
                 record["notices"].append(_spaces_note(f"column '{column}'", spaced))
             if forced is None and read_as == "text":
-                hint = _text_hint(column, distinct if distinct is not None else _Cells.of(text), key,
-                                  source.date_order)
-                several = None if hint else _several_units(column, text.dropna(), source)
-                unique = len(text) > source.max_categories and text.notna().all() and text.nunique() == len(text)
+                written = distinct if distinct is not None else _Cells.of(text)
+                # a different cell in every row, none missing: each level would be one row
+                unique = len(text) > source.max_categories and len(written.distinct) == len(text) and (
+                    written.codes >= 0).all()
                 code = _code_written(text) if unique else None
                 if code:  # 'P-00017', 'ID0451': not a unit before numbers, which the hint would say
                     return _dropped_unique(record, column, text, key, "code", f"{code}, as ids are written",
                                            f"'{key}.numeric' to read its numbers (if they count or measure "
                                            f"something) or in "), None
+                hint = _text_hint(column, written, key, source.date_order)
+                several = None if hint else _several_units(column, text.dropna(), source)
                 if hint:
                     record["notices"].append(hint)
                 elif several:
@@ -330,13 +332,12 @@ def _code_written(text: pd.Series) -> str | None:
     parts = text.str.extract(rf"^{_CODE}$")
     if parts["number"].isna().any() or parts["before"].nunique() != 1 or parts["after"].nunique() != 1:
         return None
-    number = parts["number"]
-    if number.str.len().nunique() != 1 or not number.str.startswith("0").any() or not (
-            parts["before"].iloc[0] or parts["after"].iloc[0]):
+    number, before, after = parts["number"], parts["before"].iloc[0], parts["after"].iloc[0]
+    widths = number.str.len()
+    if widths.nunique() != 1 or not number.str.startswith("0").any() or not (before or after):
         return None
-    around = " and ".join(f"'{w}' {where}" for w, where in ((parts["before"].iloc[0], "before"),
-                                                            (parts["after"].iloc[0], "after")) if w)
-    return f"{around} numbers of {number.str.len().iloc[0]} digits, some with leading zeros"
+    around = " and ".join(f"'{w}' {where}" for w, where in ((before, "before"), (after, "after")) if w)
+    return f"{around} numbers of {widths.iloc[0]} digits, some with leading zeros"
 
 
 def _finish_column(column: str, values: pd.Series, record: dict, source, key: str) -> tuple[dict, pd.Series | None]:
@@ -648,14 +649,16 @@ def _index_like(column: str, values: pd.Series, kind: str, complete: bool) -> tu
     (a row id; with gaps between them, also what a feature looks like when the table is sorted by
     it, hence a warning), or a header-less column with values in at most ``_BESIDE_SHARE`` of its
     rows (notes or a calculation beside the table). ``complete``: no cell of ``values`` is missing."""
-    if _INDEX_NAME.fullmatch(column) and complete and values.nunique() == len(values):
-        return ("row index", "a row index written into the file (no header name, a distinct value in every row)",
-                False)
-    held = values.dropna()
-    if _INDEX_NAME.fullmatch(column) and len(held) <= _BESIDE_SHARE * len(values):
-        shown = ", ".join(f"'{v:g}'" if isinstance(v, float) else f"'{v}'" for v in held.iloc[:2])
-        return ("beside the table", f"it has no header name and values in only {len(held)} of its {len(values)} "
-                                    f"rows (e.g. {shown}), as notes or a calculation beside a table have", False)
+    if _INDEX_NAME.fullmatch(column):
+        if complete and values.nunique() == len(values):
+            return ("row index", "a row index written into the file (no header name, a distinct value in every "
+                                 "row)", False)
+        held = values.dropna()
+        if len(held) <= _BESIDE_SHARE * len(values):
+            shown = ", ".join(f"'{v:g}'" if isinstance(v, float) else f"'{v}'" for v in held.iloc[:2])
+            return ("beside the table", f"it has no header name and values in only {len(held)} of its "
+                                        f"{len(values)} rows (e.g. {shown}), as notes or a calculation beside a "
+                                        f"table have", False)
     if kind == "numeric" and complete and len(values) >= 3:
         v = values.to_numpy()
         steps = np.diff(v)
@@ -686,30 +689,29 @@ def _without_total_row(frame: pd.DataFrame, source) -> tuple[pd.DataFrame, str |
         worded = cells.str.fullmatch(_TOTAL_WORD, case=False).fillna(False).astype(bool)
         if not worded.any():
             continue
-        summed, held = [], 0
+        totals = parse_numbers(cells[~worded], source.thousands, source.decimal)
+        totals = totals[np.isfinite(totals)]  # the columns where the row holds a number
+        summed = []
         above = frame.iloc[:position]
-        for column in frame.columns[~worded.to_numpy()]:
-            total = parse_numbers(cells[[column]], source.thousands, source.decimal).iloc[0]
-            if not np.isfinite(total):
-                continue
-            held += 1
+        for column, total in totals.items():
             written = above[column].astype("string").str.strip()
             values = parse_numbers(written, source.thousands, source.decimal)
-            if values.notna().sum() < 2 or values.notna().sum() < 0.9 * written.notna().sum():
+            numbers = int(values.notna().sum())
+            if numbers < 2 or numbers < 0.9 * written.notna().sum():
                 continue
             places = [len(c.rsplit(source.decimal, 1)[1]) if source.decimal in c else 0
                       for c in (cells[column], *written.dropna().iloc[:1000])]
-            slack = 0.5 * 10.0 ** -places[0] + 0.5 * 10.0 ** -max(places[1:]) * int(values.notna().sum())
+            slack = 0.5 * 10.0 ** -places[0] + 0.5 * 10.0 ** -max(places[1:]) * numbers
             if abs(float(values.sum()) - total) <= slack + 1e-9 * abs(total):
                 summed.append(str(column))
-        if summed and 2 * len(summed) >= held:
+        if summed and 2 * len(summed) >= len(totals):
             shown = ", ".join(f"'{c}'" for c in summed[:_SHOWN]) + (", ..." if len(summed) > _SHOWN else "")
-            word = cells[worded].iloc[0]
+            named = worded.idxmax()  # the first column that reads 'Total'
             return (frame.drop(index=frame.index[position]),
-                    f"data row {position + 1} dropped: it reads '{word}' (column '{frame.columns[worded][0]}') and "
-                    f"its numbers are the sums of the rows above it ({shown}), as a sheet's total row is, not a "
-                    f"row of data", position + 1)
-        return frame, None, None
+                    f"data row {position + 1} dropped: it reads '{cells[named]}' (column '{named}') and its "
+                    f"numbers are the sums of the rows above it ({shown}), as a sheet's total row is, not a row "
+                    f"of data", position + 1)
+        break  # the last row that reads 'Total' is not a total: no other is looked for
     return frame, None, None
 
 
