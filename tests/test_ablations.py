@@ -1,4 +1,4 @@
-"""seba/ablations.py: the paper's ablations queued as DVC experiments and collected into a report."""
+"""seba/ablations/: the paper's ablations queued as DVC experiments and collected into a report."""
 
 import copy
 import json
@@ -6,6 +6,7 @@ import math
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ import yaml
 
 from conftest import committed_params
 from seba import ablations as ab
+from seba.ablations import cli as ab_cli  # the commands: their DVC, git and file calls are patched there
 from seba.core import paths
 from seba.core.config import parse_params
 
@@ -154,10 +156,10 @@ def show_of(*entries, baseline="b" * 40):
 
 def test_queue_refuses_names_in_use_and_runs_the_queue(monkeypatch, capsys):
     calls = []
-    monkeypatch.setattr(ab, "dvc_json", lambda args, root: show_of(show_entry("abl-default", ab.DEFAULT)))
-    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: (None if cmd[0] == "git" else calls.append(cmd))
+    monkeypatch.setattr(ab_cli, "dvc_json", lambda args, root: show_of(show_entry("abl-default", ab.DEFAULT)))
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: (None if cmd[0] == "git" else calls.append(cmd))
                         or type("R", (), {"returncode": 0}))  # git: the tables it tracks
-    monkeypatch.setattr(ab, "follow_queue", lambda cmd, root: calls.append(cmd) or 0)
+    monkeypatch.setattr(ab_cli, "follow_queue", lambda cmd, root: calls.append(cmd) or 0)
     monkeypatch.delenv("DVC_SITE_CACHE_DIR", raising=False)
     with pytest.raises(SystemExit, match="abl-default"):
         ab.main(["queue", "--only", "default", "ratio-0.2"])
@@ -170,7 +172,7 @@ def test_queue_refuses_names_in_use_and_runs_the_queue(monkeypatch, capsys):
     assert calls[-1] == ["dvc", "queue", "start", "--jobs", "1"]
     assert "skipped abl-default" in capsys.readouterr().out
     # a `dvc exp run --queue` that fails (e.g. DVC's lock is held by a run) is one line, saying what was queued
-    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: type("R", (), {"returncode": 255}))
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: type("R", (), {"returncode": 255}))
     with pytest.raises(SystemExit, match="failed for abl-ratio-0.4 .* 0 experiment\\(s\\) before it were queued"):
         ab.main(["queue", "--only", "ratio-0.4", "ratio-0.5", "--skip-existing"])
 
@@ -185,9 +187,9 @@ def test_queue_run_runs_the_queue_again_while_its_worker_leaves_experiments_queu
 
     def scenario(after_each_run):
         shows, runs = iter(after_each_run), []
-        monkeypatch.setattr(ab, "dvc_json", lambda args, root: next(shows) if runs else show_of())
-        monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: type("R", (), {"returncode": 0}))
-        monkeypatch.setattr(ab, "follow_queue", lambda cmd, root: runs.append(cmd) or 0)
+        monkeypatch.setattr(ab_cli, "dvc_json", lambda args, root: next(shows) if runs else show_of())
+        monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: type("R", (), {"returncode": 0}))
+        monkeypatch.setattr(ab_cli, "follow_queue", lambda cmd, root: runs.append(cmd) or 0)
         code = ab.main(["queue", "--only", "default", "ratio-0.2", "ratio-0.3", "--run"])
         return code, len(runs)
 
@@ -202,8 +204,8 @@ def test_a_bad_set_value_queues_nothing(monkeypatch):
     """Every experiment's params are checked before anything is queued (each would fail its
     validate stage)."""
     calls = []
-    monkeypatch.setattr(ab, "dvc_json", lambda args, root: show_of())
-    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: (None if cmd[0] == "git" else calls.append(cmd))
+    monkeypatch.setattr(ab_cli, "dvc_json", lambda args, root: show_of())
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: (None if cmd[0] == "git" else calls.append(cmd))
                         or type("R", (), {"returncode": 0}))  # git: the tables it tracks
     monkeypatch.delenv("DVC_SITE_CACHE_DIR", raising=False)
     with pytest.raises(SystemExit, match=r"abl-default would fail its validate stage, so nothing was queued: "
@@ -252,7 +254,6 @@ def test_tables_git_does_not_hold_travel_with_each_queued_experiment(tmp_path):
     """DVC builds a queued experiment's temporary copy from git: a supplied table (Fashion-MNIST's
     copy in data/snapshot/) or an own table git does not track is named to it with `-C`, or its
     fetch stage would find nothing; tables in git are not."""
-    import subprocess
 
     shutil.copytree(ROOT / "data" / "snapshot", tmp_path / "data" / "snapshot",
                     ignore=shutil.ignore_patterns("fashion.parquet"))
@@ -285,9 +286,9 @@ def test_a_failed_experiment_fails_queue_run_though_dvc_exits_0(monkeypatch, cap
     monkeypatch.delenv("DVC_SITE_CACHE_DIR", raising=False)
     ran = []
     after = show_of(show_entry("abl-default", ab.DEFAULT), show_entry("abl-ratio-0.2", "ratio-0.2", state="failed"))
-    monkeypatch.setattr(ab, "dvc_json", lambda args, root: after if ran else show_of())
-    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: type("R", (), {"returncode": 0}))
-    monkeypatch.setattr(ab, "follow_queue", lambda cmd, root: ran.append(cmd) or 0)
+    monkeypatch.setattr(ab_cli, "dvc_json", lambda args, root: after if ran else show_of())
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: type("R", (), {"returncode": 0}))
+    monkeypatch.setattr(ab_cli, "follow_queue", lambda cmd, root: ran.append(cmd) or 0)
     assert ab.main(["queue", "--only", "default", "ratio-0.2", "--run"]) == 1
     assert "failed: abl-ratio-0.2 (`dvc queue logs NAME`)" in capsys.readouterr().out
 
@@ -297,13 +298,13 @@ def test_collect_with_no_experiment_keeps_the_report_and_says_where_they_are(mon
     --all-commits when the experiments belong to another commit."""
     written = []
     other = show_of(show_entry("abl-default", ab.DEFAULT), baseline="c" * 40)
-    monkeypatch.setattr(ab, "dvc_json", lambda args, root: other if "--all-commits" in args else show_of())
-    monkeypatch.setattr(ab, "write", lambda c, root: written.append(c))
+    monkeypatch.setattr(ab_cli, "dvc_json", lambda args, root: other if "--all-commits" in args else show_of())
+    monkeypatch.setattr(ab_cli, "write", lambda c, root: written.append(c))
     assert ab.main(["collect"]) == 1 and written == []
     err = capsys.readouterr().err
     assert "no experiment named abl-* among the current commit's experiments; nothing written" in err
     assert "1 are on other commits: add --all-commits" in err
-    monkeypatch.setattr(ab, "dvc_json", lambda args, root: show_of())
+    monkeypatch.setattr(ab_cli, "dvc_json", lambda args, root: show_of())
     assert ab.main(["collect", "--all-commits"]) == 1 and written == []
     assert "Queue them first" in capsys.readouterr().err
 
@@ -326,7 +327,7 @@ def test_following_the_queue_stops_once_its_worker_has_ended(tmp_path, monkeypat
             return self.returncode
 
     followers = []
-    monkeypatch.setattr(ab.subprocess, "Popen", lambda cmd, cwd: followers.append(Follower(cmd, cwd)) or followers[-1])
+    monkeypatch.setattr(subprocess, "Popen", lambda cmd, cwd: followers.append(Follower(cmd, cwd)) or followers[-1])
     answers = iter([False, True, False, False, False, True])
     checks = []
     code = ab.follow_queue(["dvc", "exp", "run", "--run-all"], tmp_path, poll=5, patience=3,
@@ -377,12 +378,12 @@ def test_queue_warns_about_experiments_left_running_by_a_dead_worker(tmp_path, m
     folder = tmp_path / ab.WORKER_INFO
     folder.mkdir(parents=True)
     (folder / "dvc-exp-worker-1.json").write_text(json.dumps({"pid": 2 ** 22 + 12345, "returncode": None}))
-    monkeypatch.setattr(ab, "repo_root", lambda: tmp_path)
+    monkeypatch.setattr(ab_cli, "repo_root", lambda: tmp_path)
     (tmp_path / "params.yaml").write_text(committed_params())  # what queue checks the plans with
     shutil.copytree(ROOT / "data" / "snapshot", tmp_path / "data" / "snapshot",  # and the tables' rows
                     ignore=shutil.ignore_patterns("fashion.parquet"))
-    monkeypatch.setattr(ab, "dvc_json", lambda args, root: show_of(show_entry("old-ratio-0.2", "ratio-0.2", state="running")))
-    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: type("R", (), {"returncode": 0}))
+    monkeypatch.setattr(ab_cli, "dvc_json", lambda args, root: show_of(show_entry("old-ratio-0.2", "ratio-0.2", state="running")))
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: type("R", (), {"returncode": 0}))
     monkeypatch.delenv("DVC_SITE_CACHE_DIR", raising=False)
     assert ab.main(["queue", "--only", "default"]) == 0
     assert "running, but no queue worker of this repository is alive: old-ratio-0.2" in capsys.readouterr().out
@@ -393,11 +394,11 @@ def test_queue_collect_runs_the_queue_then_collects_its_prefix(monkeypatch, caps
     # failed) and keeps its exit status
     monkeypatch.delenv("DVC_SITE_CACHE_DIR", raising=False)
     calls, collected, status = [], [], {"run": 0}
-    monkeypatch.setattr(ab, "dvc_json", lambda args, root: show_of())
-    monkeypatch.setattr(ab.subprocess, "run", lambda cmd, **kw: (None if cmd[0] == "git" else calls.append(cmd))
+    monkeypatch.setattr(ab_cli, "dvc_json", lambda args, root: show_of())
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: (None if cmd[0] == "git" else calls.append(cmd))
                         or type("R", (), {"returncode": 0}))  # git: the tables it tracks
-    monkeypatch.setattr(ab, "follow_queue", lambda cmd, root: calls.append(cmd) or status["run"])
-    monkeypatch.setattr(ab, "collect_command", lambda a: collected.append((a.prefix, a.merge)) or 0)
+    monkeypatch.setattr(ab_cli, "follow_queue", lambda cmd, root: calls.append(cmd) or status["run"])
+    monkeypatch.setattr(ab_cli, "collect_command", lambda a: collected.append((a.prefix, a.merge)) or 0)
     assert ab.main(["queue", "--only", "default", "ratio-0.2", "--prefix", "opt", "--collect"]) == 0
     assert [c[:4] for c in calls][-1] == ["dvc", "exp", "run", "--run-all"] and collected == [("opt", None)]
     assert "python -m seba.ablations collect --prefix opt" in capsys.readouterr().out
@@ -898,7 +899,6 @@ def test_merge_refuses_what_is_not_comparable(paper, tmp_path):
 def test_the_code_check_compares_what_the_stages_run(tmp_path):
     """git_code_diff on a real repository: seba/, stages/ and dvc.yaml count, the collector itself
     (which no stage runs) and files elsewhere do not; a commit git does not know gives None."""
-    import subprocess
 
     def git(*args):
         return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout.strip()
@@ -913,10 +913,11 @@ def test_the_code_check_compares_what_the_stages_run(tmp_path):
     git("init", "-q")
     first = commit("seba/train.py", "a = 1\n")
     commit("seba/ablations.py", "b = 1\n")
+    commit("seba/ablations/cli.py", "c = 1\n")  # the collector as a package
     collector = commit("docs/ablations.md", "text\n")
     stage = commit("seba/train.py", "a = 2\n")
     diff = ab.git_code_diff(tmp_path)
-    assert diff(first, collector) == []  # the collector and the docs changed: the stages run the same code
+    assert diff(first, collector) == []  # the collector (module, then package) and the docs changed: the stages run the same code
     assert diff(collector, stage) == ["seba/train.py"]
     assert diff(first, "f" * 40) is None
 

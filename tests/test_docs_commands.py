@@ -70,7 +70,7 @@ COMMON_ENV = {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONPATH", "PYTHONUNBUFFE
 # `KEY=VALUE` as the tools' usage lines write it
 GENERIC_KEYS = {"key", "KEY"}
 # the repository's tools that take params edits: script -> how (see params_edits)
-EDIT_TOOLS = {"benchmarks/gpu_protocol.py": "set-nargs", "seba/ablations.py": "set-append",
+EDIT_TOOLS = {"benchmarks/gpu_protocol.py": "set-nargs", "seba/ablations/cli.py": "set-append",
               "benchmarks/gpu_run.sh": "start-args", "benchmarks/variants.py": "variant",
               "benchmarks/baseline_variant.py": "baseline-changes"}
 
@@ -282,9 +282,21 @@ class Repo:
             return lambda text: isinstance((self.params.get("baselines") or {}).get(text), dict)
         return None
 
+    def main_file(self, path: Path) -> Path:
+        """The file that builds the parser of a package's ``__main__.py`` that only imports ``main``
+        from one of the repository's modules and calls it (seba/ablations/cli.py); else ``path``."""
+        if path.name != "__main__.py":
+            return path
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
+                    and "main" in {a.name for a in node.names} and (self.root / node.module.split(".")[0]).is_dir():
+                return self.module_file(node.module) or path
+        return path
+
     def module_file(self, module: str) -> Path | None:
         base = self.root.joinpath(*module.split("."))
-        return next((p for p in (base.with_suffix(".py"), base / "__init__.py", base / "__main__.py") if p.is_file()), None)
+        # `python -m PACKAGE` runs its __main__.py
+        return next((p for p in (base.with_suffix(".py"), base / "__main__.py", base / "__init__.py") if p.is_file()), None)
 
     def __hash__(self) -> int:
         return hash(self.root)
@@ -508,6 +520,7 @@ def check_python(args: list[str], repo: Repo) -> list[str]:
         path = repo.module_file(module)
         if path is None:
             return [f"no module {module} in the repository"]
+        path = repo.main_file(path)
         tool = path.relative_to(repo.root).as_posix()
         return check_flags(path, rest, repo) + params_edits(tool, rest, repo)
     path, out = script_path(args[i], repo)
@@ -691,7 +704,7 @@ def test_the_checker_reports_a_bad_key_flag_script_and_stage():
         ("made-up.md:9:", "benchmarks/gpu_checks.sh reads no variable FOO"),
         ("made-up.md:9:", "no such file benchmarks/missing.sh"),
         ("made-up.md:10:", "no console script seba-nothing"),
-        ("made-up.md:11:", "seba/ablations.py has no option --merge"),
+        ("made-up.md:11:", "seba/ablations/cli.py has no option --merge"),
         ("made-up.md:12:", "stages/pretrain.py has no option --seed"),
         ("made-up.md:13:", "'encoder_outt' is a key of none of split, pretrain"),
         ("made-up.md:14:", "'fetch' has no 'sourc'"),

@@ -240,12 +240,15 @@ def test_stage_scripts_are_thin():
     assert not long, f"stage scripts over 40 lines: {long}"
 
 
-def test_each_own_table_module_imports_only_those_before_it():
-    """seba/core/own_table's modules in their order (numbers, files, notations, columns, then the
-    package's __init__): a module that imports a later one makes a cycle, which breaks the import of
-    whichever module is loaded first."""
-    order = ["numbers", "files", "notations", "columns", "__init__"]
-    folder = "seba/core/own_table"
+@pytest.mark.parametrize("folder, order", [
+    ("seba/core/own_table", ["numbers", "files", "notations", "columns", "__init__"]),
+    ("seba/ablations", ["variants", "experiments", "queueing", "merging", "collecting", "writing", "cli",
+                        "__init__", "__main__"]),
+])
+def test_each_package_module_imports_only_those_before_it(folder, order):
+    """A package's modules in their order (its docstring's; the package's __init__ near the end): a
+    module that imports a later one makes a cycle, which breaks the import of whichever module is
+    loaded first."""
     assert sorted(p.stem for p in (ROOT / folder).glob("*.py")) == sorted(order), "a module not in the order"
     for i, name in enumerate(order):
         found, _ = seba_imports(f"{folder}/{name}.py")
