@@ -4,4 +4,5 @@ import sys
 
 from seba.ablations.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # imported (the stages' warm worker imports every module): nothing runs
+    sys.exit(main())

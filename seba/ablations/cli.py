@@ -15,7 +15,7 @@ from seba.core.runtime import repo_root
 from seba.ablations.variants import ABLATIONS, EXPERIMENTS, PAPER_SEEDS, PREFIX
 from seba.ablations.experiments import dvc_episodes_reader, dvc_json, existing_names, read_show
 from seba.ablations.queueing import (
-    shell_quote, check_plans, check_prefix, check_site_cache, follow_queue, parse_set, plan, untracked_inputs,
+    check_plans, check_prefix, check_site_cache, follow_queue, parse_set, plan, shell_quote, untracked_inputs,
     warn_stale_running)
 from seba.ablations.merging import git_code_diff, read_collected
 from seba.ablations.collecting import collect

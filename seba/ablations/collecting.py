@@ -249,6 +249,7 @@ def same_as_default(scores: pd.DataFrame, chosen: dict[str, Experiment],
 
 
 def cell_status(exp: Experiment | None, has: bool, dataset: str | None = None) -> str:
+    """A table cell's status in the report: "ok", or why the variant has no result there."""
     if exp is None:
         return "missing (not queued or removed)"
     if exp.state in ("queued", "running"):

@@ -270,4 +270,5 @@ def follow_queue(run: list[str], root: Path, poll: float = 30.0, patience: int =
 
 
 def shell_quote(text: str) -> str:
+    """A command's word as a POSIX shell reads it back (quoted only where it needs to be)."""
     return text if re.fullmatch(r"[\w.,=/@:+-]+", text) else "'" + text.replace("'", "'\\''") + "'"

@@ -16,7 +16,7 @@ from seba.core.runtime import atomic_path, write_text
 from seba.ablations.variants import (
     Ablation, ABLATIONS, DEFAULT, differing_keys, experiment_label, EXPERIMENTS)
 from seba.ablations.experiments import Experiment, short_baselines
-from seba.ablations.collecting import cell_status, Collected
+from seba.ablations.collecting import Collected, cell_status
 
 
 def _f(x: Any, digits: int = 2, signed: bool = False) -> str:
