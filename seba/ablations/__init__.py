@@ -15,13 +15,13 @@ reports/ablations/ (CSV tables, one PNG per ablation, the experiments that made 
 ``--merge FOLDER`` it adds the tables an earlier collection has and this run lacks, when that
 collection's experiments had this run's params and code (``merge_collected``).
 
-The modules, in the order a reader meets them:
+The modules, each importing only those above it (tests/test_dvc_deps.py):
 
 - ``variants``: the variant table (``ABLATIONS``, ``EXPERIMENTS``, ``DEFAULTS``) and the params helpers;
 - ``experiments``: ``dvc exp show --json`` as ``Experiment`` records, their per-episode results;
 - ``queueing``: one ``Plan`` per experiment, the checks before anything is queued, following the queue;
-- ``collecting``: one experiment per variant, the tables, paired differences and "best on" counts;
 - ``merging``: the tables an earlier collection adds (``collect --merge``);
+- ``collecting``: one experiment per variant, the tables, paired differences and "best on" counts;
 - ``writing``: reports/ablations.md, the PNGs, the CSVs and the experiment record;
 - ``cli``: the two commands (``python -m seba.ablations`` runs ``cli.main``).
 """
