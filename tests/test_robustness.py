@@ -2306,6 +2306,35 @@ def test_rows_that_repeat_another_row_are_counted_in_a_notice(repo):
     assert "columns_giving_the_class" not in summary
 
 
+def test_rows_the_same_only_once_rare_levels_fold_are_no_copies_in_the_file(repo):
+    """Rows that differ only in levels folded into 'other' (max_categories) were counted as rows
+    that "repeat an earlier row exactly", although the file holds no copies; they are counted apart,
+    naming the folded column, and the file's own copies are still counted as exact."""
+    from seba.core.config import SourceConfig
+    from seba.core.data import encode_table, schema_report
+    from seba.core.own_table import load_local_table
+
+    # 'code': 60 distinct codes, folded to 4 levels + other; 'x' repeats, so rows with two folded
+    # codes and one x and class are the same row once folded
+    rows = [f"K{i},{i % 3},{'ab'[i % 2]}" for i in range(60)]
+    local = repo / "data" / "local"
+    (local / "codes.csv").write_text("code,x,label\n" + "\n".join(rows) + "\n")
+    source = SourceConfig(path="data/local/codes.csv", target="label", max_categories=5)
+    read, info = load_local_table("codes", source, repo)
+    assert not any("exactly" in n for n in info["notes"]), info["notes"]
+    once = [n for n in info["notes"] if "once the rare levels" in n]
+    assert len(once) == 1 and once[0].startswith(
+        "50 row(s) repeat an earlier row (features and class) once the rare levels of 'code' are folded (not in the "
+        "file); "), once
+    summary = schema_report("codes", read, encode_table(read), {})["summary"]
+    assert summary["repeated_once_folded"] == 50 and "repeated_rows" not in summary
+    (local / "codes.csv").write_text("code,x,label\n" + "\n".join(rows + rows[:2]) + "\n")  # two copies in the file
+    read, info = load_local_table("codes", source, repo)
+    assert any(n.startswith("2 row(s) repeat an earlier row exactly") for n in info["notes"]), info["notes"]
+    summary = schema_report("codes", read, encode_table(read), {})["summary"]
+    assert (summary["repeated_rows"], summary["repeated_once_folded"]) == (2, 50)
+
+
 def test_a_column_that_gives_the_class_of_every_row_warns(repo):
     """A feature that is the target written again (its text, or its classes as numbers) makes the
     few-shot accuracy measure it; it was read as any column. It now warns, naming it; a column

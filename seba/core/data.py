@@ -553,8 +553,8 @@ def schema_report(name: str, frame: pd.DataFrame, table: EncodedTable, notes: di
                "converted_cells": int(sum(sum(c.get("converted_to_missing", {}).values()) for c in columns)),
                "missing_cells": int(sum(c.get("missing", 0) for c in columns)),
                "columns_with_warnings": sum("warnings" in c for c in columns)}
-    for key in ("rows_without_target", "rows_without_features", "total_row", "repeated_rows", "rows_sharing_features",
-                "columns_giving_the_class"):
+    for key in ("rows_without_target", "rows_without_features", "total_row", "repeated_rows", "repeated_once_folded",
+                "rows_sharing_features", "columns_giving_the_class"):
         if fetched.get(key):
             summary[key] = fetched[key]
     dropped = ", ".join(f"'{c['column']}' ({c['reason']})" for c in columns if c["kind"] == "dropped")

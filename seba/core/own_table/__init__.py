@@ -27,9 +27,9 @@ from seba.core.own_table.files import (SHEET_ERRORS, SHEET_UNCOMPUTED, _check_in
                                        _without_second_header)
 from seba.core.own_table.notations import (_NOTATIONS, _composed, _errors_note, _formulas_note, _invisible_note,
                                            _spaces_note, _split_errors, _uncomputed_note)
-from seba.core.own_table.columns import (_column_record, _finish_column, _gives_the_class, _infer_column,
-                                         _merge_spellings, _merged_note, _missing_values_marked, _repeated_rows,
-                                         _spelled, _spellings, _without_total_row)
+from seba.core.own_table.columns import (UNFOLDED, _column_record, _finish_column, _gives_the_class,
+                                         _infer_column, _merge_spellings, _merged_note, _missing_values_marked,
+                                         _repeated_rows, _spelled, _spellings, _without_total_row)
 
 pd = lazy_module("pandas")
 
@@ -162,7 +162,7 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
             notes.append(f"WARNING target column '{source.target}': classes that differ only in {what} "
                          f"({_spelled(same[kind_of], target)}) are different classes: list '{kind_of}' in "
                          f"'{key}.merge_spellings' to read them as one")
-    records, out = [], {}
+    records, out, unfolded = [], {}, {}
     plain = {}
     if local_format(path) in ("csv", "tsv") and source.thousands is None and source.decimal == ".":
         plain = _plain_number_columns(frame, [c for c in frame.columns if c != source.target
@@ -188,6 +188,8 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
             record["notices"].insert(0, f"column '{column}': {sum(listed.values())} cell(s) marked missing "
                                         f"by '{key}.missing_values' ({_quote(listed)})")
         records.append(record)
+        if UNFOLDED in record:  # a column whose rare levels were folded: its levels before, to tell copies
+            unfolded[column] = record.pop(UNFOLDED).reset_index(drop=True)
         if values is not None:
             zero_based = isinstance(values.index, pd.RangeIndex) and values.index.start == 0 and values.index.step == 1
             out[column] = values if zero_based else values.reset_index(drop=True)
@@ -208,6 +210,7 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         notes.append(f"dropped {int(featureless.sum())} rows without any feature value (every feature cell empty "
                      f"or missing: {_rows(rows)}, counted from 0 over the file's data rows)")
         result = result[~featureless].reset_index(drop=True)
+        unfolded = {c: v[~featureless].reset_index(drop=True) for c, v in unfolded.items()}
         target = target[~featureless]
         if target.nunique() < 2:
             raise DataError(f"{where}: the rows with a feature value hold {target.nunique()} class(es) of target "
@@ -216,12 +219,13 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         free = next(name for name in (f"{LABEL}_feature", *(f"{LABEL}_feature_{i}" for i in range(2, len(out) + 2)))
                     if name not in result.columns)
         result = result.rename(columns={LABEL: free})
+        unfolded = {free if c == LABEL else c: v for c, v in unfolded.items()}
         notes.append(f"feature column '{LABEL}' renamed to '{free}'")
         for record in records:
             if record["column"] == LABEL:
                 record["renamed"] = free
     result[LABEL] = target.reset_index(drop=True).astype(object).astype("category")
-    repeated, table_counts = _repeated_rows(result)
+    repeated, table_counts = _repeated_rows(result, unfolded)
     if repeated:
         notes.append(repeated)
     classes = result[LABEL].cat.codes.to_numpy()

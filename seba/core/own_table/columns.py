@@ -421,6 +421,7 @@ def _finish_column(column: str, values: pd.Series, record: dict, source, key: st
         into = next(name for name in ("other", *(f"other ({k})" for k in range(2, len(keep) + 3)))
                     if name not in keep)
         folded = pd.Series(values).notna() & ~pd.Series(values).isin(keep)
+        record[UNFOLDED] = pd.Series(values).astype("category")  # for the repeated rows (taken off the record)
         values = pd.Series(values).where(~folded, into)
         record["folded"] = {"levels": int(len(counts) - len(keep)), "rows": int(folded.sum())}
         if into != "other":
@@ -715,30 +716,47 @@ def _without_total_row(frame: pd.DataFrame, source) -> tuple[pd.DataFrame, str |
     return frame, None, None
 
 
-def _repeated_rows(table: pd.DataFrame) -> tuple[str | None, dict[str, int]]:
-    """The notice for rows of a local table (its features and ``LABEL``) that repeat another row
-    exactly, and for rows whose features another row of another class has (None when there are
-    none), and the two counts (``repeated_rows``, ``rows_sharing_features``) where not 0. The split
-    does not keep copies together (the benchmark tables have them too: dna 184, cmc 48), so a row
-    and its copy can be support and query of one episode. Rows are compared by
-    their 64-bit hashes (pandas' ``hash_pandas_object``: 42 ms for 10,000 x 785)."""
-    features = table.drop(columns=LABEL)
-    if features.empty:
-        return None, {}
-    hashed = pd.util.hash_pandas_object(features, index=False).to_numpy()
+UNFOLDED = "_unfolded"  # a record's key, while it is built: a folded column's levels before the fold
+
+
+def _copies(table: pd.DataFrame) -> tuple[int, int]:
+    """(rows that repeat an earlier row, features and class; rows whose features a row of another
+    class has), comparing rows by their 64-bit hashes (pandas' ``hash_pandas_object``: 42 ms for
+    10,000 x 785)."""
+    hashed = pd.util.hash_pandas_object(table.drop(columns=LABEL), index=False).to_numpy()
     again = pd.Series(hashed).duplicated(keep=False).to_numpy()
     if not again.any():
-        return None, {}
+        return 0, 0
     same, label = pd.Series(hashed[again]), pd.Series(table[LABEL].cat.codes.to_numpy()[again])
     copies = int(pd.DataFrame({"row": same, "label": label}).duplicated().sum())
-    clashing = int((label.groupby(same).transform("nunique") > 1).sum())
+    return copies, int((label.groupby(same).transform("nunique") > 1).sum())
+
+
+def _repeated_rows(table: pd.DataFrame, unfolded: dict[str, pd.Series] | None = None
+                   ) -> tuple[str | None, dict[str, int]]:
+    """The notice for rows of a local table (its features and ``LABEL``) that repeat another row
+    exactly, and for rows whose features another row of another class has (None when there are
+    none), and the counts (``repeated_rows``, ``rows_sharing_features``, ``repeated_once_folded``)
+    where not 0. The split does not keep copies together (the benchmark tables have them too: dna
+    184, cmc 48), so a row and its copy can be support and query of one episode. ``unfolded``: the
+    levels of the columns whose rare levels were folded, before the fold (aligned with ``table``):
+    rows that are the same only once folded are no copies in the file, and are counted apart."""
+    if table.drop(columns=LABEL).empty:
+        return None, {}
+    copies, clashing = _copies(table)
+    written = copies
+    if copies and unfolded:
+        written = _copies(table.assign(**{c: v.to_numpy() for c, v in unfolded.items()}))[0]
     if not copies and not clashing:
         return None, {}
-    parts = ([f"{copies} row(s) repeat an earlier row exactly (features and class): the split keeps no copies "
+    parts = ([f"{written} row(s) repeat an earlier row exactly (features and class): the split keeps no copies "
               f"together, so a row and its copy can be support and query of one episode (the benchmark tables "
-              f"have such rows too)"] if copies else []) + \
+              f"have such rows too)"] if written else []) + \
+        ([f"{copies - written} row(s) repeat an earlier row (features and class) once the rare levels of "
+          f"{', '.join(repr(c) for c in unfolded)} are folded (not in the file)"] if copies > written else []) + \
         ([f"{clashing} row(s) share their features with a row of another class"] if clashing else [])
-    counts = {k: v for k, v in (("repeated_rows", copies), ("rows_sharing_features", clashing)) if v}
+    counts = {k: v for k, v in (("repeated_rows", written), ("repeated_once_folded", copies - written),
+                                ("rows_sharing_features", clashing)) if v}
     return "; ".join(parts), counts
 
 
