@@ -219,13 +219,13 @@ def load_local_table(name: str, source, root: Path, stage: str = "fetch") -> tup
         free = next(name for name in (f"{LABEL}_feature", *(f"{LABEL}_feature_{i}" for i in range(2, len(out) + 2)))
                     if name not in result.columns)
         result = result.rename(columns={LABEL: free})
-        unfolded = {free if c == LABEL else c: v for c, v in unfolded.items()}
         notes.append(f"feature column '{LABEL}' renamed to '{free}'")
         for record in records:
             if record["column"] == LABEL:
                 record["renamed"] = free
     result[LABEL] = target.reset_index(drop=True).astype(object).astype("category")
-    repeated, table_counts = _repeated_rows(result, unfolded)
+    repeated, table_counts = _repeated_rows(result, {r.get("renamed", r["column"]): unfolded[r["column"]]
+                                                     for r in records if r["column"] in unfolded})
     if repeated:
         notes.append(repeated)
     classes = result[LABEL].cat.codes.to_numpy()

@@ -732,14 +732,14 @@ def _copies(table: pd.DataFrame) -> tuple[int, int]:
     return copies, int((label.groupby(same).transform("nunique") > 1).sum())
 
 
-def _repeated_rows(table: pd.DataFrame, unfolded: dict[str, pd.Series] | None = None
-                   ) -> tuple[str | None, dict[str, int]]:
+def _repeated_rows(table: pd.DataFrame, unfolded: dict[str, pd.Series]) -> tuple[str | None, dict[str, int]]:
     """The notice for rows of a local table (its features and ``LABEL``) that repeat another row
     exactly, and for rows whose features another row of another class has (None when there are
     none), and the counts (``repeated_rows``, ``rows_sharing_features``, ``repeated_once_folded``)
     where not 0. The split does not keep copies together (the benchmark tables have them too: dna
     184, cmc 48), so a row and its copy can be support and query of one episode. ``unfolded``: the
-    levels of the columns whose rare levels were folded, before the fold (aligned with ``table``):
+    levels of the columns whose rare levels were folded, before the fold (by their names in ``table``
+    and aligned with its rows):
     rows that are the same only once folded are no copies in the file, and are counted apart."""
     if table.drop(columns=LABEL).empty:
         return None, {}
