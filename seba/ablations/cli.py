@@ -21,10 +21,6 @@ from seba.ablations.merging import git_code_diff, read_collected
 from seba.ablations.collecting import collect
 from seba.ablations.writing import load_paper, write
 
-DESCRIPTION = ("The paper's ablations (tex `sec:ablation`) as DVC experiments: one command queues them, one "
-               "collects them into a report against the paper's numbers (docs/ablations.md).")
-
-
 def queue(args: argparse.Namespace) -> int:
     check_prefix(args.prefix)
     root = repo_root()
@@ -146,7 +142,8 @@ def collect_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m seba.ablations", description=DESCRIPTION)
+    summary = sys.modules[__package__].__doc__.split("\n\n")[0]  # the package's docstring (loaded before this module)
+    parser = argparse.ArgumentParser(prog="python -m seba.ablations", description=summary)
     sub = parser.add_subparsers(dest="command", required=True)
     q = sub.add_parser("queue", help="queue the ablation experiments (dvc exp run --queue)")
     q.add_argument("--ablations", nargs="+", choices=[a.name for a in ABLATIONS],
